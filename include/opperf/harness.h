@@ -1,0 +1,134 @@
+/* harness.h: cases (an operator resolved on shapes, params and dtype), run settings, and the
+ * measurement of one case and pass: warm-up, batch calibration, samples, statistics, memory
+ * and counters. */
+#ifndef OPPERF_HARNESS_H
+#define OPPERF_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "opperf/op.h"
+#include "opperf/pmu.h"
+
+/* ---- cases ---- */
+/* Parse spec ("x=1024x1024 axis=0 bias=none"), apply param defaults, call infer. No allocation. */
+int opf_case_init(opf_case *c, const opf_op *op, opf_dtype dt, const char *spec, opf_err *err);
+/* Bytes the case will allocate: inputs, outputs, workspace; with_grad adds gout and gin. */
+uint64_t opf_case_footprint(const opf_case *c, int with_grad);
+int opf_case_alloc(opf_case *c, int with_grad, opf_err *err);
+/* Generate inputs (and output gradients when allocated) from the seed. */
+int opf_case_fill(opf_case *c, uint64_t seed, opf_err *err);
+void opf_case_release(opf_case *c);
+/* Canonical spec of the resolved case: every present input's shape, then every param. */
+char *opf_case_spec_str(const opf_case *c, char *buf, size_t n);
+/* Does the case have a backward pass (a backward kernel and at least one float output)? */
+int opf_case_has_backward(const opf_case *c);
+/* Run one pass once (used by the harness and the tests). */
+int opf_case_call(opf_case *c, opf_pass p);
+/* Bytes of memory available for new allocations (MemAvailable), 0 when unknown. */
+uint64_t opf_mem_available(void);
+
+/* ---- statistics ---- */
+typedef struct opf_stats {
+  int n;
+  double min, median, mean, p90, p99, max, stddev, cv;
+  int outliers; /* samples further than 3 scaled MADs from the median */
+} opf_stats;
+/* x is not modified; returns OPF_EINVAL for n == 0. */
+int opf_stats_compute(const double *x, int n, opf_stats *s);
+
+/* ---- settings ---- */
+typedef enum opf_cache_mode { OPF_CACHE_WARM = 0, OPF_CACHE_COLD = 1 } opf_cache_mode;
+typedef enum opf_alloc_mode { OPF_ALLOC_SETUP = 0, OPF_ALLOC_PER_CALL = 1 } opf_alloc_mode;
+
+typedef struct opf_settings {
+  double warmup;      /* seconds of warm-up calls (at least one call) */
+  double min_time;    /* measure at least this many seconds per case and pass */
+  double max_time;    /* ... and stop after this many (when min_runs are reached) */
+  double sample_time; /* calibrate calls per sample so a sample lasts at least this */
+  int min_runs;       /* minimum samples */
+  int max_runs;       /* maximum samples */
+  int threads;        /* OpenMP and OpenBLAS threads */
+  char cpus[128];     /* CPU pinning list ("0-1"), "" for none */
+  opf_cache_mode cache;
+  opf_alloc_mode alloc;
+  uint64_t seed;
+  char events[512];   /* counter list given to opf_pmu_create */
+} opf_settings;
+void opf_settings_default(opf_settings *s);
+
+/* ---- results ---- */
+typedef enum opf_status {
+  OPF_ST_OK = 0,
+  OPF_ST_SKIPPED,     /* not run: would not fit in memory, pass not available */
+  OPF_ST_ERROR,       /* set-up or kernel failure */
+} opf_status;
+const char *opf_status_name(opf_status s);
+
+typedef struct opf_tensor_info {
+  char name[32];
+  char role[8];       /* "in" or "out" */
+  char shape[96];
+  opf_dtype dtype;
+  uint64_t bytes;
+} opf_tensor_info;
+
+typedef struct opf_event_result {
+  char name[128];
+  opf_ev_status status;
+  int group;
+  int err;
+  char reason[192];
+  int has_value;
+  double per_call;      /* scaled count per call, averaged over all measured calls */
+  double running_pct;   /* share of the measured time the event was counting */
+} opf_event_result;
+
+typedef struct opf_result {
+  char op[64];
+  char category[32];
+  char impl[16];
+  char set[16];
+  char spec[256];
+  opf_dtype dtype;
+  opf_pass pass;
+  opf_status status;
+  char message[OPF_ERR_MSG_MAX];
+  int n_tensors;
+  opf_tensor_info tensors[OPF_MAX_IN + OPF_MAX_OUT];
+  /* time */
+  int64_t batch;        /* calls per sample */
+  int n_samples;
+  double *samples;      /* seconds per call, one per sample (owned) */
+  opf_stats time;       /* seconds per call */
+  double total_time;    /* seconds spent in measured samples */
+  double flops, bytes;  /* model, per call */
+  /* memory */
+  uint64_t setup_bytes;       /* tensors and workspace allocated before timing */
+  uint64_t setup_allocs;
+  double call_alloc_bytes;    /* bytes allocated per call inside the timed region */
+  double call_allocs;         /* allocations per call inside the timed region */
+  uint64_t peak_live_bytes;   /* tracked allocator high-water mark over the case */
+  uint64_t max_rss_bytes;     /* process peak resident set size after the case */
+  double minor_faults;        /* page faults per call inside the timed region */
+  double major_faults;
+  /* counters */
+  int n_events;
+  opf_event_result events[OPF_PMU_MAX_EVENTS];
+} opf_result;
+void opf_result_release(opf_result *r);
+
+/* Measure one pass of an initialised (not yet allocated) case; fills r. The case is
+ * allocated, filled and released inside. Failures become r->status / r->message. pmu may be
+ * NULL. Returns OPF_OK unless r itself could not be produced. */
+int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pass,
+                opf_pmu *pmu, opf_result *r);
+/* Apply threads and CPU pinning (call once before anything creates threads). */
+int opf_runtime_setup(const opf_settings *s, opf_err *err);
+
+/* ---- timer ---- */
+double opf_now(void);                /* CLOCK_MONOTONIC_RAW seconds */
+double opf_timer_resolution(void);   /* clock_getres */
+double opf_timer_overhead(void);     /* measured cost of one opf_now() call */
+
+#endif

@@ -1,0 +1,164 @@
+/* op.h: the operator descriptor and the case a kernel runs on.
+ * Adding an operator touches one file in ops/<category>/: kernels plus one OPPERF_OP(name)
+ * descriptor; cmake/gen_registry.cmake finds it, and tests/ops checks it against its reference
+ * and its gradient against finite differences with no further registration. */
+#ifndef OPPERF_OP_H
+#define OPPERF_OP_H
+
+#include <stdint.h>
+
+#include "opperf/error.h"
+#include "opperf/tensor.h"
+
+#define OPF_MAX_IN 6
+#define OPF_MAX_OUT 4
+#define OPF_MAX_PARAMS 12
+#define OPF_MAX_SETS 24     /* shape-set entries per operator */
+
+typedef enum opf_pass {
+  OPF_PASS_FWD = 0,  /* forward (inference) */
+  OPF_PASS_BWD = 1,  /* backward, given output gradients; forward outputs already computed */
+  OPF_PASS_BOTH = 2, /* forward then backward: one training step of this operator */
+  OPF_NPASSES
+} opf_pass;
+const char *opf_pass_name(opf_pass p); /* "fwd", "bwd", "both" */
+
+typedef struct opf_case opf_case;
+typedef struct opf_rng opf_rng;
+typedef int (*opf_kernel_fn)(opf_case *c);
+
+/* ---- inputs ---- */
+#define OPF_DT_CASE (-1) /* input dtype follows the case dtype */
+
+enum {
+  OPF_IN_DIFF = 1u << 0,     /* backward produces a gradient for this input */
+  OPF_IN_OPTIONAL = 1u << 1  /* may be absent (e.g. bias); "NAME=none" in a spec drops it */
+};
+
+typedef struct opf_input_desc {
+  const char *name;
+  int dtype;          /* OPF_DT_CASE or a fixed opf_dtype (e.g. OPF_I64 for indices) */
+  unsigned flags;     /* OPF_IN_* */
+  double lo, hi;      /* generated values are uniform in [lo, hi) (integers: [lo, hi)) */
+  /* Optional generator for inputs with constraints (valid indices, labels, SPD matrices):
+   * fill c->in[i] (already allocated) using r; may read other inputs' shapes and params. */
+  int (*fill)(opf_case *c, int i, opf_rng *r);
+  const char *help;
+} opf_input_desc;
+
+/* ---- params ---- */
+typedef enum opf_param_type {
+  OPF_P_INT,   /* integer in [min, max] */
+  OPF_P_FLOAT, /* real in [min, max] */
+  OPF_P_BOOL,  /* 0/1, also "true"/"false" */
+  OPF_P_ENUM,  /* one of choices "a|b|c"; value is the index */
+  OPF_P_AXIS   /* integer axis in [min, max] (negative counts from the end) or "all" */
+} opf_param_type;
+
+#define OPF_AXIS_ALL 1000.0 /* value of an OPF_P_AXIS param set to "all" */
+
+typedef struct opf_param_desc {
+  const char *name;
+  opf_param_type type;
+  double def;
+  double min, max;     /* inclusive range for INT/FLOAT/AXIS */
+  const char *choices; /* ENUM: "name0|name1|..." */
+  const char *help;
+} opf_param_desc;
+
+/* ---- default shapes ----
+ * A shape-set entry is a spec string: space-separated NAME=VALUE items, where NAME is an input
+ * ("x=1024x1024", "bias=none") or a param ("axis=0", "mode=edge"). Inputs the entry omits take
+ * their shape from infer() when the descriptor allows it; params it omits take defaults.
+ * Standard set names: "standard", "skewed", "small" (also what the tests run; include tiny
+ * skewed and broadcast variants), "large", "huge" (opt-in, > 2^31 elements). */
+typedef struct opf_shape_entry {
+  const char *set;
+  const char *spec;
+} opf_shape_entry;
+
+/* ---- the descriptor ---- */
+typedef struct opf_op {
+  unsigned abi;            /* OPF_OP_ABI */
+  const char *name;
+  const char *category;    /* e.g. "binary", "reduction", "nn.conv" */
+  const char *summary;     /* one line */
+  unsigned dtypes;         /* case dtypes supported: OPF_DT_* mask */
+  int n_in;
+  opf_input_desc in[OPF_MAX_IN];
+  int n_out;
+  const char *out[OPF_MAX_OUT];
+  int n_params;
+  opf_param_desc params[OPF_MAX_PARAMS];
+  opf_shape_entry shapes[OPF_MAX_SETS]; /* terminated by an entry with set == NULL */
+
+  /* Validate inputs/params and set every c->out[i] shape and dtype; may set c->ws_bytes.
+   * Returns OPF_EINVAL with opf_case_error() for incompatible shapes or params. */
+  int (*infer)(opf_case *c);
+  opf_kernel_fn forward;   /* required */
+  opf_kernel_fn backward;  /* NULL when not differentiable: fill c->gin[i] for OPF_IN_DIFF
+                            * inputs from c->gout (c->in and c->out hold the forward pass) */
+  opf_kernel_fn reference; /* required: naive, obviously correct forward into c->out */
+  /* Work and minimum traffic models for one call of the pass (NULL: the defaults below). */
+  double (*flops)(const opf_case *c, opf_pass p);
+  double (*bytes)(const opf_case *c, opf_pass p);
+  double tol;              /* relative tolerance vs reference for float32 (0: 1e-4) */
+} opf_op;
+
+#define OPF_OP_ABI 1u
+/* Define a descriptor: `OPPERF_OP(add) = { .name = "add", ... };` (at the start of a line:
+ * the registry generator looks for it there). */
+#define OPPERF_OP(id) const opf_op opf_op_##id
+
+/* ---- the case: one resolved instance of an operator ---- */
+struct opf_case {
+  const opf_op *op;
+  opf_dtype dtype;
+  int present[OPF_MAX_IN];     /* 0 for an optional input that was dropped */
+  opf_tensor in[OPF_MAX_IN];
+  opf_tensor out[OPF_MAX_OUT];
+  opf_tensor gout[OPF_MAX_OUT]; /* gradients w.r.t. outputs (backward input) */
+  opf_tensor gin[OPF_MAX_IN];   /* gradients w.r.t. inputs (backward output) */
+  double p[OPF_MAX_PARAMS];     /* resolved params, in descriptor order */
+  void *ws;                     /* workspace of ws_bytes, 64-byte aligned, tracked */
+  size_t ws_bytes;
+  void *state;                  /* free for the operator's kernels */
+  uint64_t seed;
+  opf_err err;
+};
+
+int opf_case_error(opf_case *c, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Param by name (for infer/setup; kernels index c->p directly). */
+double opf_case_param(const opf_case *c, const char *name);
+/* Normalize an axis param against ndim: -1 -> ndim-1; returns -1 when out of range. */
+int opf_axis(double axis, int ndim);
+
+/* Default models: one flop per output element (fwd) / per input-gradient element (bwd); bytes
+ * of all inputs read and outputs written (bwd: gout + inputs + out read, gin written). */
+double opf_default_flops(const opf_case *c, opf_pass p);
+double opf_default_bytes(const opf_case *c, opf_pass p);
+
+/* ---- random inputs (counter-based: value k of input i depends only on seed, i, k) ---- */
+struct opf_rng {
+  uint64_t key;
+  uint64_t ctr;
+};
+void opf_rng_init(opf_rng *r, uint64_t seed, uint64_t stream);
+uint64_t opf_rng_u64(opf_rng *r);
+double opf_rng_uniform(opf_rng *r); /* [0, 1) */
+/* Fill helpers usable from an input's fill hook (threaded, deterministic per element). */
+void opf_fill_uniform(opf_tensor *t, uint64_t seed, uint64_t stream, double lo, double hi);
+void opf_fill_index(opf_tensor *t, uint64_t seed, uint64_t stream, int64_t bound);
+
+/* ---- registry ---- */
+const opf_op *opf_op_find(const char *name);
+int opf_op_count(void);
+const opf_op *opf_op_at(int i);
+/* Closest registered name by edit distance (for "did you mean"), NULL if none is close. */
+const char *opf_op_suggest(const char *name);
+/* Self-check of one descriptor (unique names are checked by opf_registry_check). */
+int opf_op_validate(const opf_op *op, opf_err *err);
+int opf_registry_check(opf_err *err);
+
+#endif

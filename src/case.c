@@ -1,0 +1,325 @@
+/* case.c: resolving an operator into a case (spec parsing, params, infer), allocating and
+ * filling its tensors, and calling its passes. Shared by the harness, the CLI and the tests. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opperf/harness.h"
+
+int opf_case_error(opf_case *c, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  opf_err_vset(&c->err, code, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+static int param_index(const opf_op *op, const char *name) {
+  for (int i = 0; i < op->n_params; i++)
+    if (!strcmp(op->params[i].name, name)) return i;
+  return -1;
+}
+
+static int input_index(const opf_op *op, const char *name) {
+  for (int i = 0; i < op->n_in; i++)
+    if (!strcmp(op->in[i].name, name)) return i;
+  return -1;
+}
+
+double opf_case_param(const opf_case *c, const char *name) {
+  int i = param_index(c->op, name);
+  return i < 0 ? NAN : c->p[i];
+}
+
+int opf_axis(double axis, int ndim) {
+  int a = (int)axis;
+  if (a < 0) a += ndim;
+  return (a < 0 || a >= ndim) ? -1 : a;
+}
+
+/* Parse one param value by its declared type, checking the range. */
+static int parse_param(const opf_op *op, const opf_param_desc *pd, const char *v, double *out,
+                       opf_err *err) {
+  char *end;
+  errno = 0;
+  switch (pd->type) {
+  case OPF_P_BOOL:
+    if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "on")) *out = 1;
+    else if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "off")) *out = 0;
+    else
+      return opf_err_set(err, OPF_EINVAL, "param '%s' of '%s' must be true or false, not '%s'",
+                         pd->name, op->name, v);
+    return OPF_OK;
+  case OPF_P_ENUM: {
+    const char *p = pd->choices;
+    size_t vl = strlen(v);
+    for (int k = 0; p && *p; k++) {
+      const char *bar = strchr(p, '|');
+      size_t l = bar ? (size_t)(bar - p) : strlen(p);
+      if (l == vl && !strncmp(p, v, l)) {
+        *out = k;
+        return OPF_OK;
+      }
+      p = bar ? bar + 1 : p + l;
+    }
+    return opf_err_set(err, OPF_EINVAL, "param '%s' of '%s' must be one of %s, not '%s'",
+                       pd->name, op->name, pd->choices, v);
+  }
+  case OPF_P_AXIS:
+    if (!strcmp(v, "all") || !strcmp(v, "none")) {
+      *out = OPF_AXIS_ALL;
+      return OPF_OK;
+    }
+    /* fall through */
+  case OPF_P_INT: {
+    long long x = strtoll(v, &end, 10);
+    if (end == v || *end || errno)
+      return opf_err_set(err, OPF_EINVAL, "param '%s' of '%s' must be an integer%s, not '%s'",
+                         pd->name, op->name, pd->type == OPF_P_AXIS ? " or 'all'" : "", v);
+    *out = (double)x;
+    break;
+  }
+  case OPF_P_FLOAT:
+    *out = strtod(v, &end);
+    if (end == v || *end || errno || !isfinite(*out))
+      return opf_err_set(err, OPF_EINVAL, "param '%s' of '%s' must be a number, not '%s'",
+                         pd->name, op->name, v);
+    break;
+  }
+  if (*out < pd->min || *out > pd->max)
+    return opf_err_set(err, OPF_EINVAL, "param '%s' of '%s' is %s, outside its range [%g, %g]",
+                       pd->name, op->name, v, pd->min, pd->max);
+  return OPF_OK;
+}
+
+static void list_names(const opf_op *op, char *buf, size_t n) {
+  size_t off = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < op->n_in && off < n; i++)
+    off += snprintf(buf + off, n - off, "%s%s", off ? ", " : "", op->in[i].name);
+  for (int i = 0; i < op->n_params && off < n; i++)
+    off += snprintf(buf + off, n - off, "%s%s", off ? ", " : "", op->params[i].name);
+}
+
+int opf_case_init(opf_case *c, const opf_op *op, opf_dtype dt, const char *spec, opf_err *err) {
+  memset(c, 0, sizeof *c);
+  c->op = op;
+  c->dtype = dt;
+  if (!(op->dtypes & OPF_DT_BIT(dt)))
+    return opf_err_set(err, OPF_EUNSUPPORTED, "operator '%s' does not support dtype %s",
+                       op->name, opf_dtype_name(dt));
+  for (int i = 0; i < op->n_params; i++) c->p[i] = op->params[i].def;
+  for (int i = 0; i < op->n_in; i++) {
+    c->present[i] = 1;
+    c->in[i].ndim = -1; /* unset: infer may derive it */
+    c->in[i].dtype = op->in[i].dtype == OPF_DT_CASE ? dt : (opf_dtype)op->in[i].dtype;
+  }
+  for (int i = 0; i < op->n_out; i++) c->out[i].ndim = -1;
+
+  char buf[1024];
+  if (!spec) spec = "";
+  if (strlen(spec) >= sizeof buf)
+    return opf_err_set(err, OPF_EINVAL, "spec for '%s' is too long", op->name);
+  strcpy(buf, spec);
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, " \t\n;", &save); tok; tok = strtok_r(NULL, " \t\n;", &save)) {
+    char *eq = strchr(tok, '=');
+    if (!eq || eq == tok || !eq[1])
+      return opf_err_set(err, OPF_EINVAL, "malformed item '%s' for '%s': expected NAME=VALUE",
+                         tok, op->name);
+    *eq = '\0';
+    const char *name = tok, *val = eq + 1;
+    int ii = input_index(op, name), pi = param_index(op, name);
+    if (ii >= 0) {
+      if (!strcmp(val, "none")) {
+        if (!(op->in[ii].flags & OPF_IN_OPTIONAL))
+          return opf_err_set(err, OPF_EINVAL, "input '%s' of '%s' is required", name, op->name);
+        c->present[ii] = 0;
+        continue;
+      }
+      int nd;
+      int64_t shape[OPF_MAX_DIMS];
+      opf_err e2;
+      if (opf_shape_parse(val, &nd, shape, &e2))
+        return opf_err_set(err, OPF_EINVAL, "input '%s' of '%s': %s", name, op->name, e2.msg);
+      for (int d = 0; d < nd; d++)
+        if (shape[d] < 0)
+          return opf_err_set(err, OPF_EINVAL, "input '%s' of '%s': negative size", name,
+                             op->name);
+      opf_tensor_set_shape(&c->in[ii], c->in[ii].dtype, nd, shape);
+    } else if (pi >= 0) {
+      int rc = parse_param(op, &op->params[pi], val, &c->p[pi], err);
+      if (rc) return rc;
+    } else {
+      char names[400];
+      list_names(op, names, sizeof names);
+      return opf_err_set(err, OPF_ENOTFOUND, "operator '%s' has no input or param '%s' (it has: %s)",
+                         op->name, name, names);
+    }
+  }
+  opf_err_clear(&c->err);
+  int rc = op->infer(c);
+  if (rc) {
+    return opf_err_set(err, rc ? rc : OPF_EINVAL, "%s: %s", op->name,
+                       c->err.msg[0] ? c->err.msg : "invalid shapes or params");
+  }
+  for (int i = 0; i < op->n_in; i++)
+    if (c->present[i] && c->in[i].ndim < 0)
+      return opf_err_set(err, OPF_EINVAL, "%s: input '%s' needs a shape (e.g. %s=1024x1024)",
+                         op->name, op->in[i].name, op->in[i].name);
+  for (int i = 0; i < op->n_out; i++)
+    if (c->out[i].ndim < 0)
+      return opf_err_set(err, OPF_EKERNEL, "%s: infer did not set output '%s'", op->name,
+                         op->out[i]);
+  return OPF_OK;
+}
+
+int opf_case_has_backward(const opf_case *c) {
+  if (!c->op->backward) return 0;
+  for (int i = 0; i < c->op->n_out; i++)
+    if (opf_dtype_is_float(c->out[i].dtype)) return 1;
+  return 0;
+}
+
+/* Inputs that get a gradient in this case: differentiable, present and floating point. */
+static int wants_grad(const opf_case *c, int i) {
+  return c->present[i] && (c->op->in[i].flags & OPF_IN_DIFF) && opf_dtype_is_float(c->in[i].dtype);
+}
+
+uint64_t opf_case_footprint(const opf_case *c, int with_grad) {
+  uint64_t total = c->ws_bytes;
+  int ovf = 0;
+  for (int i = 0; i < c->op->n_in; i++) {
+    if (!c->present[i]) continue;
+    uint64_t b = opf_tensor_bytes(&c->in[i], &ovf);
+    if (ovf) return UINT64_MAX;
+    total += b * (with_grad && wants_grad(c, i) ? 2 : 1);
+  }
+  for (int i = 0; i < c->op->n_out; i++) {
+    uint64_t b = opf_tensor_bytes(&c->out[i], &ovf);
+    if (ovf) return UINT64_MAX;
+    total += b * (with_grad && opf_dtype_is_float(c->out[i].dtype) ? 2 : 1);
+  }
+  return total;
+}
+
+static int alloc_like(opf_tensor *dst, const opf_tensor *src, opf_err *err) {
+  opf_tensor_set_shape(dst, src->dtype, src->ndim, src->shape);
+  return opf_tensor_alloc(dst, err);
+}
+
+int opf_case_alloc(opf_case *c, int with_grad, opf_err *err) {
+  const opf_op *op = c->op;
+  int rc = OPF_OK;
+  for (int i = 0; i < op->n_in && !rc; i++)
+    if (c->present[i]) rc = opf_tensor_alloc(&c->in[i], err);
+  for (int i = 0; i < op->n_out && !rc; i++) rc = opf_tensor_alloc(&c->out[i], err);
+  if (!rc && c->ws_bytes) {
+    c->ws = opf_alloc(c->ws_bytes);
+    if (!c->ws) rc = opf_err_set(err, OPF_ENOMEM, "cannot allocate %zu bytes of workspace",
+                                 c->ws_bytes);
+  }
+  if (with_grad) {
+    for (int i = 0; i < op->n_out && !rc; i++)
+      if (opf_dtype_is_float(c->out[i].dtype)) rc = alloc_like(&c->gout[i], &c->out[i], err);
+    for (int i = 0; i < op->n_in && !rc; i++)
+      if (wants_grad(c, i)) rc = alloc_like(&c->gin[i], &c->in[i], err);
+  }
+  if (rc) opf_case_release(c);
+  return rc;
+}
+
+int opf_case_fill(opf_case *c, uint64_t seed, opf_err *err) {
+  const opf_op *op = c->op;
+  for (int i = 0; i < op->n_in; i++) {
+    if (!c->present[i] || !c->in[i].data) continue;
+    if (op->in[i].fill) {
+      opf_rng r;
+      opf_rng_init(&r, seed, (uint64_t)i);
+      opf_err_clear(&c->err);
+      int rc = op->in[i].fill(c, i, &r);
+      if (rc)
+        return opf_err_set(err, rc, "%s: generating input '%s': %s", op->name, op->in[i].name,
+                           c->err.msg);
+    } else {
+      double lo = op->in[i].lo, hi = op->in[i].hi;
+      if (lo == 0 && hi == 0) lo = -1, hi = 1;
+      opf_fill_uniform(&c->in[i], seed, (uint64_t)i, lo, hi);
+    }
+  }
+  for (int i = 0; i < op->n_out; i++) {
+    /* Outputs start defined (not garbage) so a kernel that skips elements is caught. */
+    if (c->out[i].data) memset(c->out[i].data, 0, c->out[i].nbytes);
+    if (c->gout[i].data) opf_fill_uniform(&c->gout[i], seed, 100u + (uint64_t)i, -1, 1);
+  }
+  c->seed = seed;
+  return OPF_OK;
+}
+
+void opf_case_release(opf_case *c) {
+  for (int i = 0; i < OPF_MAX_IN; i++) {
+    opf_tensor_free(&c->in[i]);
+    opf_tensor_free(&c->gin[i]);
+  }
+  for (int i = 0; i < OPF_MAX_OUT; i++) {
+    opf_tensor_free(&c->out[i]);
+    opf_tensor_free(&c->gout[i]);
+  }
+  opf_free(c->ws);
+  c->ws = NULL;
+}
+
+char *opf_case_spec_str(const opf_case *c, char *buf, size_t n) {
+  size_t off = 0;
+  char sb[96];
+  buf[0] = '\0';
+  for (int i = 0; i < c->op->n_in && off < n; i++)
+    off += snprintf(buf + off, n - off, "%s%s=%s", off ? " " : "", c->op->in[i].name,
+                    c->present[i] ? opf_shape_str(&c->in[i], sb, sizeof sb) : "none");
+  for (int i = 0; i < c->op->n_params && off < n; i++) {
+    const opf_param_desc *pd = &c->op->params[i];
+    const char *sep = off ? " " : "";
+    if (pd->type == OPF_P_ENUM) {
+      const char *p = pd->choices;
+      for (int k = 0; k < (int)c->p[i] && p; k++) {
+        p = strchr(p, '|');
+        if (p) p++;
+      }
+      size_t l = p ? strcspn(p, "|") : 0;
+      off += snprintf(buf + off, n - off, "%s%s=%.*s", sep, pd->name, (int)l, p ? p : "");
+    } else if (pd->type == OPF_P_AXIS && c->p[i] == OPF_AXIS_ALL) {
+      off += snprintf(buf + off, n - off, "%s%s=all", sep, pd->name);
+    } else if (pd->type == OPF_P_BOOL) {
+      off += snprintf(buf + off, n - off, "%s%s=%s", sep, pd->name, c->p[i] ? "true" : "false");
+    } else {
+      off += snprintf(buf + off, n - off, "%s%s=%.10g", sep, pd->name, c->p[i]);
+    }
+  }
+  return buf;
+}
+
+int opf_case_call(opf_case *c, opf_pass p) {
+  int rc;
+  switch (p) {
+  case OPF_PASS_FWD: return c->op->forward(c);
+  case OPF_PASS_BWD: return c->op->backward(c);
+  case OPF_PASS_BOTH:
+    rc = c->op->forward(c);
+    return rc ? rc : c->op->backward(c);
+  default: return OPF_EINVAL;
+  }
+}
+
+uint64_t opf_mem_available(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long kb = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+  fclose(f);
+  return (uint64_t)kb * 1024;
+}

@@ -1,0 +1,153 @@
+/* registry.c: lookup over the generated operator list (cmake/gen_registry.cmake), "did you
+ * mean" suggestions, the descriptor self-check, and the default flops/bytes models. */
+#include <stdio.h>
+#include <string.h>
+
+#include "opperf/harness.h"
+
+extern const opf_op *const opf_registry_list[];
+
+int opf_op_count(void) {
+  int n = 0;
+  while (opf_registry_list[n]) n++;
+  return n;
+}
+const opf_op *opf_op_at(int i) { return (i >= 0 && i < opf_op_count()) ? opf_registry_list[i] : NULL; }
+
+const opf_op *opf_op_find(const char *name) {
+  for (int i = 0; opf_registry_list[i]; i++)
+    if (!strcmp(opf_registry_list[i]->name, name)) return opf_registry_list[i];
+  return NULL;
+}
+
+static int edit_distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 63 || lb > 63) return 99;
+  int d[64][64];
+  for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+  for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+  for (size_t i = 1; i <= la; i++)
+    for (size_t j = 1; j <= lb; j++) {
+      int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+      int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+      d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+    }
+  return d[la][lb];
+}
+
+const char *opf_op_suggest(const char *name) {
+  const char *best = NULL;
+  int bd = 3; /* suggest only names at most 2 edits away */
+  for (int i = 0; opf_registry_list[i]; i++) {
+    int d = edit_distance(name, opf_registry_list[i]->name);
+    if (d < bd) bd = d, best = opf_registry_list[i]->name;
+  }
+  return best;
+}
+
+const char *opf_pass_name(opf_pass p) {
+  static const char *names[] = {"fwd", "bwd", "both"};
+  return (unsigned)p < OPF_NPASSES ? names[p] : "?";
+}
+
+int opf_op_validate(const opf_op *op, opf_err *err) {
+  const char *n = op->name ? op->name : "(null)";
+  if (op->abi != OPF_OP_ABI)
+    return opf_err_set(err, OPF_EINVAL, "%s: ABI version %u, expected %u", n, op->abi, OPF_OP_ABI);
+  if (!op->name || !op->name[0] || strspn(op->name, "abcdefghijklmnopqrstuvwxyz0123456789_") !=
+                                       strlen(op->name))
+    return opf_err_set(err, OPF_EINVAL, "%s: name must be lower-case [a-z0-9_]", n);
+  if (!op->category || !op->summary || !op->summary[0])
+    return opf_err_set(err, OPF_EINVAL, "%s: category and summary are required", n);
+  if (!op->forward || !op->reference || !op->infer)
+    return opf_err_set(err, OPF_EINVAL, "%s: forward, reference and infer are required", n);
+  if (!op->dtypes || (op->dtypes & ~OPF_DT_ALL))
+    return opf_err_set(err, OPF_EINVAL, "%s: bad dtype mask", n);
+  if (op->n_in < 0 || op->n_in > OPF_MAX_IN || op->n_out < 1 || op->n_out > OPF_MAX_OUT ||
+      op->n_params < 0 || op->n_params > OPF_MAX_PARAMS)
+    return opf_err_set(err, OPF_EINVAL, "%s: bad input/output/param counts", n);
+  int ndiff = 0;
+  for (int i = 0; i < op->n_in; i++) {
+    if (!op->in[i].name) return opf_err_set(err, OPF_EINVAL, "%s: input %d has no name", n, i);
+    if (op->in[i].flags & OPF_IN_DIFF) ndiff++;
+  }
+  if (op->backward && !ndiff)
+    return opf_err_set(err, OPF_EINVAL, "%s: backward but no differentiable input", n);
+  if (!op->backward && ndiff)
+    return opf_err_set(err, OPF_EINVAL, "%s: differentiable inputs but no backward", n);
+  for (int i = 0; i < op->n_out; i++)
+    if (!op->out[i]) return opf_err_set(err, OPF_EINVAL, "%s: output %d has no name", n, i);
+  for (int i = 0; i < op->n_params; i++) {
+    const opf_param_desc *p = &op->params[i];
+    if (!p->name || !p->help)
+      return opf_err_set(err, OPF_EINVAL, "%s: param %d needs a name and help", n, i);
+    if (p->type == OPF_P_ENUM) {
+      int k = 1;
+      for (const char *c = p->choices ? p->choices : ""; *c; c++) k += *c == '|';
+      if (!p->choices || p->def < 0 || p->def >= k)
+        return opf_err_set(err, OPF_EINVAL, "%s: enum param '%s' default outside its choices", n,
+                           p->name);
+    } else if (p->type == OPF_P_BOOL) {
+      if (p->def != 0 && p->def != 1)
+        return opf_err_set(err, OPF_EINVAL, "%s: bool param '%s' default not 0/1", n, p->name);
+    } else if (!(p->type == OPF_P_AXIS && p->def == OPF_AXIS_ALL) &&
+               (p->def < p->min || p->def > p->max)) {
+      return opf_err_set(err, OPF_EINVAL, "%s: param '%s' default %g outside [%g, %g]", n,
+                         p->name, p->def, p->min, p->max);
+    }
+  }
+  /* Every default shape entry must resolve, and the standard and small sets must exist. */
+  int has_std = 0, has_small = 0;
+  for (int k = 0; k < OPF_MAX_SETS && op->shapes[k].set; k++) {
+    has_std |= !strcmp(op->shapes[k].set, "standard");
+    has_small |= !strcmp(op->shapes[k].set, "small");
+    for (int d = 0; d < OPF_NDTYPES; d++) {
+      if (!(op->dtypes & OPF_DT_BIT(d))) continue;
+      opf_case c;
+      opf_err e;
+      if (opf_case_init(&c, op, (opf_dtype)d, op->shapes[k].spec, &e))
+        return opf_err_set(err, OPF_EINVAL, "%s: default %s entry '%s' (%s) is invalid: %s", n,
+                           op->shapes[k].set, op->shapes[k].spec, opf_dtype_name(d), e.msg);
+    }
+  }
+  if (!has_std || !has_small)
+    return opf_err_set(err, OPF_EINVAL, "%s: needs 'standard' and 'small' shape sets", n);
+  return OPF_OK;
+}
+
+int opf_registry_check(opf_err *err) {
+  int n = opf_op_count();
+  for (int i = 0; i < n; i++) {
+    int rc = opf_op_validate(opf_registry_list[i], err);
+    if (rc) return rc;
+    for (int j = 0; j < i; j++)
+      if (!strcmp(opf_registry_list[i]->name, opf_registry_list[j]->name))
+        return opf_err_set(err, OPF_EINVAL, "duplicate operator name '%s'",
+                           opf_registry_list[i]->name);
+  }
+  return OPF_OK;
+}
+
+static double tensor_bytes(const opf_tensor *t) {
+  return t->data || t->ndim >= 0 ? (double)opf_numel(t) * (double)opf_dtype_size(t->dtype) : 0;
+}
+
+double opf_default_flops(const opf_case *c, opf_pass p) {
+  double fwd = 0, bwd = 0;
+  for (int i = 0; i < c->op->n_out; i++) fwd += (double)opf_numel(&c->out[i]);
+  for (int i = 0; i < c->op->n_in; i++)
+    if (c->present[i] && (c->op->in[i].flags & OPF_IN_DIFF)) bwd += (double)opf_numel(&c->in[i]);
+  return p == OPF_PASS_FWD ? fwd : p == OPF_PASS_BWD ? bwd : fwd + bwd;
+}
+
+double opf_default_bytes(const opf_case *c, opf_pass p) {
+  double in = 0, out = 0, gin = 0;
+  for (int i = 0; i < c->op->n_in; i++) {
+    if (!c->present[i]) continue;
+    in += tensor_bytes(&c->in[i]);
+    if (c->op->in[i].flags & OPF_IN_DIFF) gin += tensor_bytes(&c->in[i]);
+  }
+  for (int i = 0; i < c->op->n_out; i++) out += tensor_bytes(&c->out[i]);
+  double fwd = in + out, bwd = out /* gout */ + in + gin;
+  return p == OPF_PASS_FWD ? fwd : p == OPF_PASS_BWD ? bwd : fwd + bwd;
+}

@@ -1,0 +1,133 @@
+/* tensor.c: dtype facts, shapes and contiguous tensor storage (through the tracked allocator). */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opperf/tensor.h"
+
+static const struct {
+  const char *name, *alias;
+  size_t size;
+} dtypes[OPF_NDTYPES] = {
+    [OPF_F32] = {"float32", "f32", 4},
+    [OPF_F64] = {"float64", "f64", 8},
+    [OPF_I32] = {"int32", "i32", 4},
+    [OPF_I64] = {"int64", "i64", 8},
+};
+
+size_t opf_dtype_size(opf_dtype d) { return (unsigned)d < OPF_NDTYPES ? dtypes[d].size : 0; }
+const char *opf_dtype_name(opf_dtype d) {
+  return (unsigned)d < OPF_NDTYPES ? dtypes[d].name : "?";
+}
+int opf_dtype_parse(const char *s) {
+  for (int i = 0; i < OPF_NDTYPES; i++)
+    if (!strcmp(s, dtypes[i].name) || !strcmp(s, dtypes[i].alias)) return i;
+  if (!strcmp(s, "float")) return OPF_F32;
+  if (!strcmp(s, "double")) return OPF_F64;
+  return -1;
+}
+
+int64_t opf_shape_numel(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= shape[i];
+  return n;
+}
+int64_t opf_numel(const opf_tensor *t) { return opf_shape_numel(t->ndim, t->shape); }
+
+void opf_tensor_set_shape(opf_tensor *t, opf_dtype d, int ndim, const int64_t *shape) {
+  t->dtype = d;
+  t->ndim = ndim;
+  int64_t s = 1;
+  for (int i = ndim - 1; i >= 0; i--) {
+    t->shape[i] = shape[i];
+    t->strides[i] = s;
+    s *= shape[i];
+  }
+}
+
+size_t opf_tensor_bytes(const opf_tensor *t, int *overflow) {
+  unsigned __int128 n = opf_dtype_size(t->dtype);
+  for (int i = 0; i < t->ndim; i++) {
+    n *= (uint64_t)t->shape[i];
+    if (n > (unsigned __int128)(SIZE_MAX / 4)) {
+      if (overflow) *overflow = 1;
+      return 0;
+    }
+  }
+  if (overflow) *overflow = 0;
+  return (size_t)n;
+}
+
+int opf_tensor_alloc(opf_tensor *t, opf_err *err) {
+  int ovf;
+  size_t b = opf_tensor_bytes(t, &ovf);
+  char sb[128];
+  if (ovf)
+    return opf_err_set(err, OPF_ENOMEM, "tensor of shape %s is too large to address",
+                       opf_shape_str(t, sb, sizeof sb));
+  t->data = opf_alloc(b);
+  if (!t->data)
+    return opf_err_set(err, OPF_ENOMEM, "cannot allocate %zu bytes for a tensor of shape %s", b,
+                       opf_shape_str(t, sb, sizeof sb));
+  t->nbytes = b;
+  return OPF_OK;
+}
+
+void opf_tensor_free(opf_tensor *t) {
+  if (t->nbytes) opf_free(t->data);
+  t->data = NULL;
+  t->nbytes = 0;
+}
+
+char *opf_shape_str(const opf_tensor *t, char *buf, size_t n) {
+  size_t off = 0;
+  buf[0] = '\0';
+  if (t->ndim == 0) {
+    snprintf(buf, n, "()");
+    return buf;
+  }
+  for (int i = 0; i < t->ndim && off < n; i++)
+    off += snprintf(buf + off, n - off, i ? "x%lld" : "%lld", (long long)t->shape[i]);
+  return buf;
+}
+
+int opf_shape_parse(const char *s, int *ndim, int64_t *shape, opf_err *err) {
+  const char *p = s;
+  while (isspace((unsigned char)*p)) p++;
+  if (*p == '(') p++;
+  int nd = 0;
+  if (!strcmp(s, "scalar") || !strcmp(s, "()")) {
+    *ndim = 0;
+    return OPF_OK;
+  }
+  for (;;) {
+    while (isspace((unsigned char)*p)) p++;
+    if (!isdigit((unsigned char)*p))
+      return opf_err_set(err, OPF_EINVAL, "malformed shape '%s': expected a size like 1024x1024",
+                         s);
+    errno = 0;
+    char *end;
+    long long v = strtoll(p, &end, 10);
+    if (errno == ERANGE || v > (1LL << 48))
+      return opf_err_set(err, OPF_EINVAL, "shape '%s': dimension %lld is absurdly large", s, v);
+    if (nd == OPF_MAX_DIMS)
+      return opf_err_set(err, OPF_EINVAL, "shape '%s' has more than %d dimensions", s,
+                         OPF_MAX_DIMS);
+    shape[nd++] = v;
+    p = end;
+    while (isspace((unsigned char)*p)) p++;
+    if (*p == 'x' || *p == 'X' || *p == ',' || *p == '*') {
+      p++;
+      continue;
+    }
+    if (*p == ')') p++;
+    while (isspace((unsigned char)*p)) p++;
+    if (*p)
+      return opf_err_set(err, OPF_EINVAL, "malformed shape '%s': unexpected '%c'", s, *p);
+    break;
+  }
+  *ndim = nd;
+  return OPF_OK;
+}

@@ -1,0 +1,186 @@
+/* test_ops.c: registry-driven correctness of every operator. For each operator: the registry
+ * self-check; forward against its reference for every dtype on the "small" and "test" shape
+ * sets; backward against central finite differences in float64 (a sample of coordinates of
+ * every differentiable input); backward overwrites rather than accumulates; flops/bytes models
+ * finite and positive. OPPERF_TEST_OPS=name,name restricts the operators (for development). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "test_support.h"
+
+static int selected(const char *name) {
+  const char *f = getenv("OPPERF_TEST_OPS");
+  if (!f || !*f) return 1;
+  size_t l = strlen(name);
+  for (const char *p = f; *p;) {
+    size_t k = strcspn(p, ",");
+    if (k == l && !strncmp(p, name, l)) return 1;
+    p += k + (p[k] == ',');
+  }
+  return 0;
+}
+
+static int in_test_sets(const char *set) { return !strcmp(set, "small") || !strcmp(set, "test"); }
+
+/* A copy of c with fresh outputs, for running the reference on the same inputs. */
+static void ref_case(opf_case *r, const opf_case *c) {
+  *r = *c;
+  r->ws = NULL;
+  r->ws_bytes = 0;
+  r->state = NULL;
+  for (int i = 0; i < OPF_MAX_IN; i++) memset(&r->gin[i], 0, sizeof r->gin[i]);
+  for (int i = 0; i < c->op->n_out; i++) {
+    memset(&r->gout[i], 0, sizeof r->gout[i]);
+    opf_tensor_set_shape(&r->out[i], c->out[i].dtype, c->out[i].ndim, c->out[i].shape);
+    r->out[i].data = NULL;
+    r->out[i].nbytes = 0;
+    opf_err e;
+    if (opf_tensor_alloc(&r->out[i], &e)) fail_msg("%s", e.msg);
+    memset(r->out[i].data, 0, r->out[i].nbytes);
+  }
+}
+
+static void ref_case_release(opf_case *r) {
+  for (int i = 0; i < r->op->n_out; i++) opf_tensor_free(&r->out[i]);
+}
+
+static void check_forward(const opf_op *op, opf_dtype dt, const char *spec) {
+  opf_case c, r;
+  ts_case_ready(&c, op, dt, spec, 0, 42);
+  int rc = op->forward(&c);
+  if (rc) fail_msg("%s %s [%s]: forward failed: %s", op->name, opf_dtype_name(dt), spec, c.err.msg);
+  ref_case(&r, &c);
+  rc = op->reference(&r);
+  if (rc) fail_msg("%s %s [%s]: reference failed: %s", op->name, opf_dtype_name(dt), spec, r.err.msg);
+  double rtol = dt == OPF_F64 ? 1e-9 : (op->tol > 0 ? op->tol : 1e-4);
+  for (int i = 0; i < op->n_out; i++) {
+    char msg[256];
+    if (ts_compare(&c.out[i], &r.out[i], rtol, msg, sizeof msg))
+      fail_msg("%s %s [%s]: output '%s' differs from reference: %s", op->name, opf_dtype_name(dt),
+               spec, op->out[i], msg);
+  }
+  for (int p = 0; p < OPF_NPASSES; p++) {
+    double f = (op->flops ? op->flops : opf_default_flops)(&c, (opf_pass)p);
+    double b = (op->bytes ? op->bytes : opf_default_bytes)(&c, (opf_pass)p);
+    if (!(isfinite(f) && f >= 0 && isfinite(b) && b > 0))
+      fail_msg("%s [%s]: flops %g / bytes %g for pass %s", op->name, spec, f, b,
+               opf_pass_name((opf_pass)p));
+  }
+  ref_case_release(&r);
+  opf_case_release(&c);
+}
+
+/* L(x) = sum over float outputs of <reference(x), gout>. */
+static double loss(opf_case *r, const opf_case *c) {
+  for (int i = 0; i < r->op->n_out; i++) memset(r->out[i].data, 0, r->out[i].nbytes);
+  if (r->op->reference(r)) fail_msg("%s: reference failed: %s", r->op->name, r->err.msg);
+  double L = 0;
+  for (int i = 0; i < r->op->n_out; i++) {
+    if (!c->gout[i].data) continue;
+    int64_t n = opf_numel(&r->out[i]);
+    for (int64_t k = 0; k < n; k++) L += ts_get(&r->out[i], k) * ts_get(&c->gout[i], k);
+  }
+  return L;
+}
+
+static void check_gradient(const opf_op *op, const char *spec) {
+  opf_case c, r;
+  ts_case_ready(&c, op, OPF_F64, spec, 1, 7);
+  if (!opf_case_has_backward(&c)) {
+    opf_case_release(&c);
+    return;
+  }
+  if (op->forward(&c) || op->backward(&c))
+    fail_msg("%s [%s]: forward/backward failed: %s", op->name, spec, c.err.msg);
+  /* Backward must overwrite its gradients: poison them and run it again. */
+  opf_tensor first[OPF_MAX_IN];
+  for (int i = 0; i < op->n_in; i++) {
+    memset(&first[i], 0, sizeof first[i]);
+    if (!c.gin[i].data) continue;
+    opf_tensor_set_shape(&first[i], OPF_F64, c.gin[i].ndim, c.gin[i].shape);
+    opf_err e;
+    if (opf_tensor_alloc(&first[i], &e)) fail_msg("%s", e.msg);
+    memcpy(first[i].data, c.gin[i].data, c.gin[i].nbytes);
+    for (int64_t k = 0; k < opf_numel(&c.gin[i]); k++) ts_set(&c.gin[i], k, 12345.0);
+  }
+  if (op->backward(&c)) fail_msg("%s [%s]: second backward failed", op->name, spec);
+  for (int i = 0; i < op->n_in; i++) {
+    if (!c.gin[i].data) continue;
+    char msg[256];
+    if (ts_compare(&c.gin[i], &first[i], 1e-12, msg, sizeof msg))
+      fail_msg("%s [%s]: backward does not overwrite grad of '%s': %s", op->name, spec,
+               op->in[i].name, msg);
+    opf_tensor_free(&first[i]);
+  }
+
+  ref_case(&r, &c);
+  opf_rng rng;
+  opf_rng_init(&rng, 99, 0);
+  for (int i = 0; i < op->n_in; i++) {
+    if (!c.gin[i].data) continue;
+    int64_t n = opf_numel(&c.in[i]);
+    int probes = n < 24 ? (int)n : 24;
+    for (int t = 0; t < probes; t++) {
+      int64_t k = n <= 24 ? t : (int64_t)(opf_rng_u64(&rng) % (uint64_t)n);
+      double x = ts_get(&c.in[i], k);
+      double h = 1e-6 * (fabs(x) > 1 ? fabs(x) : 1);
+      ts_set(&c.in[i], k, x + h);
+      double lp = loss(&r, &c);
+      ts_set(&c.in[i], k, x - h);
+      double lm = loss(&r, &c);
+      ts_set(&c.in[i], k, x);
+      double num = (lp - lm) / (2 * h), ana = ts_get(&c.gin[i], k);
+      double scale = fabs(num) > fabs(ana) ? fabs(num) : fabs(ana);
+      if (!(fabs(num - ana) <= 1e-5 * (scale > 1 ? scale : 1) + 1e-9 * (fabs(lp) + fabs(lm))))
+        fail_msg("%s [%s]: d/d%s[%lld]: backward %.10g, finite differences %.10g", op->name,
+                 spec, op->in[i].name, (long long)k, ana, num);
+    }
+  }
+  ref_case_release(&r);
+  opf_case_release(&c);
+}
+
+static void test_op(void **state) {
+  const opf_op *op = *state;
+  opf_err e;
+  if (opf_op_validate(op, &e)) fail_msg("%s", e.msg);
+  int n = 0;
+  for (int k = 0; k < OPF_MAX_SETS && op->shapes[k].set; k++) {
+    if (!in_test_sets(op->shapes[k].set)) continue;
+    for (int d = 0; d < OPF_NDTYPES; d++)
+      if (op->dtypes & OPF_DT_BIT(d)) check_forward(op, (opf_dtype)d, op->shapes[k].spec), n++;
+    if (op->backward && !strcmp(op->shapes[k].set, "small") && (op->dtypes & OPF_DT_BIT(OPF_F64)))
+      check_gradient(op, op->shapes[k].spec);
+  }
+  assert_true(n > 0);
+}
+
+static void test_registry(void **state) {
+  (void)state;
+  opf_err e;
+  if (opf_registry_check(&e)) fail_msg("%s", e.msg);
+  assert_true(opf_op_count() >= 1);
+  assert_null(opf_op_find("no_such_operator"));
+  assert_non_null(opf_op_find(opf_op_at(0)->name));
+}
+
+int main(void) {
+  int n = opf_op_count();
+  struct CMUnitTest *tests = calloc((size_t)n + 1, sizeof *tests);
+  int k = 0;
+  tests[k++] = (struct CMUnitTest){.name = "registry", .test_func = test_registry};
+  for (int i = 0; i < n; i++) {
+    const opf_op *op = opf_op_at(i);
+    if (!selected(op->name)) continue;
+    tests[k++] = (struct CMUnitTest){.name = op->name, .test_func = test_op,
+                                     .initial_state = (void *)op};
+  }
+  int rc = _cmocka_run_group_tests("ops", tests, (size_t)k, NULL, NULL);
+  free(tests);
+  return rc;
+}

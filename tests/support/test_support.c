@@ -1,0 +1,65 @@
+/* test_support.c: shared helpers for the cmocka tests (see test_support.h). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <cmocka.h>
+
+#include "test_support.h"
+
+double ts_get(const opf_tensor *t, int64_t k) {
+  switch (t->dtype) {
+  case OPF_F32: return ((const float *)t->data)[k];
+  case OPF_F64: return ((const double *)t->data)[k];
+  case OPF_I32: return ((const int32_t *)t->data)[k];
+  case OPF_I64: return (double)((const int64_t *)t->data)[k];
+  default: return NAN;
+  }
+}
+
+void ts_set(opf_tensor *t, int64_t k, double v) {
+  switch (t->dtype) {
+  case OPF_F32: ((float *)t->data)[k] = (float)v; break;
+  case OPF_F64: ((double *)t->data)[k] = v; break;
+  case OPF_I32: ((int32_t *)t->data)[k] = (int32_t)v; break;
+  case OPF_I64: ((int64_t *)t->data)[k] = (int64_t)v; break;
+  default: break;
+  }
+}
+
+int ts_compare(const opf_tensor *got, const opf_tensor *want, double rtol, char *msg, size_t n) {
+  int64_t ne = opf_numel(want);
+  if (opf_numel(got) != ne || got->dtype != want->dtype) {
+    snprintf(msg, n, "size or dtype differs (%lld vs %lld elements)", (long long)opf_numel(got),
+             (long long)ne);
+    return 1;
+  }
+  double scale = 0;
+  for (int64_t k = 0; k < ne; k++) {
+    double w = ts_get(want, k);
+    if (isfinite(w)) scale += fabs(w);
+  }
+  scale = ne ? scale / (double)ne : 0;
+  for (int64_t k = 0; k < ne; k++) {
+    double g = ts_get(got, k), w = ts_get(want, k);
+    int bad;
+    if (!opf_dtype_is_float(want->dtype)) bad = g != w;
+    else if (isnan(w)) bad = !isnan(g);
+    else if (isinf(w)) bad = g != w;
+    else bad = !(fabs(g - w) <= rtol * (fabs(w) + scale));
+    if (bad) {
+      snprintf(msg, n, "element %lld: got %.9g, want %.9g (rtol %g, mean |want| %.3g)",
+               (long long)k, g, w, rtol, scale);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+void ts_case_ready(opf_case *c, const opf_op *op, opf_dtype dt, const char *spec, int with_grad,
+                   uint64_t seed) {
+  opf_err e;
+  if (opf_case_init(c, op, dt, spec, &e)) fail_msg("%s [%s]: init: %s", op->name, spec, e.msg);
+  if (opf_case_alloc(c, with_grad, &e)) fail_msg("%s [%s]: alloc: %s", op->name, spec, e.msg);
+  if (opf_case_fill(c, seed, &e)) fail_msg("%s [%s]: fill: %s", op->name, spec, e.msg);
+}

@@ -1,0 +1,18 @@
+/* test_support.h: helpers shared by the cmocka tests: tensor comparison with dtype-aware
+ * tolerances, and building a ready case for an operator. */
+#ifndef OPPERF_TEST_SUPPORT_H
+#define OPPERF_TEST_SUPPORT_H
+#include <stddef.h>
+#include "opperf/harness.h"
+
+/* Compare got against want elementwise. Floats: |g-w| <= rtol * (|w| + mean|want|) and NaN
+ * only where want is NaN; integers: exact. Returns 0 when equal within tolerance, else fills
+ * msg with the first offending element. */
+int ts_compare(const opf_tensor *got, const opf_tensor *want, double rtol, char *msg, size_t n);
+/* Element k of a float or integer tensor as a double (contiguous). */
+double ts_get(const opf_tensor *t, int64_t k);
+void ts_set(opf_tensor *t, int64_t k, double v);
+/* Resolve, allocate and fill a case; fails the current test on error. */
+void ts_case_ready(opf_case *c, const opf_op *op, opf_dtype dt, const char *spec, int with_grad,
+                   uint64_t seed);
+#endif
