@@ -1,6 +1,7 @@
 # gen_registry.cmake: writes the operator registry list from every OPPERF_OP(name) found in
-# ops/**/*.c, sorted by name. Run by the build (cmake -P); rewrites OUT only when it changes.
-file(GLOB_RECURSE srcs ${OPS_DIR}/*.c)
+# the operator sources (SRCS, '|'-separated), sorted by name. Run by the build (cmake -P);
+# rewrites OUT only when it changes.
+string(REPLACE "|" ";" srcs "${SRCS}")
 set(names "")
 foreach(f ${srcs})
   file(STRINGS ${f} lines REGEX "^OPPERF_OP\\([a-z0-9_]+\\)")
