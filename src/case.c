@@ -234,6 +234,7 @@ int opf_case_alloc(opf_case *c, int with_grad, opf_err *err) {
 
 int opf_case_fill(opf_case *c, uint64_t seed, opf_err *err) {
   const opf_op *op = c->op;
+  c->seed = seed; /* fill hooks derive their streams from it */
   for (int i = 0; i < op->n_in; i++) {
     if (!c->present[i] || !c->in[i].data) continue;
     if (op->in[i].fill) {
@@ -255,7 +256,6 @@ int opf_case_fill(opf_case *c, uint64_t seed, opf_err *err) {
     if (c->out[i].data) memset(c->out[i].data, 0, c->out[i].nbytes);
     if (c->gout[i].data) opf_fill_uniform(&c->gout[i], seed, 100u + (uint64_t)i, -1, 1);
   }
-  c->seed = seed;
   return OPF_OK;
 }
 
