@@ -272,6 +272,32 @@ void opf_case_release(opf_case *c) {
   c->ws = NULL;
 }
 
+/* "name=value" of param i, as a user would write it. */
+static int fmt_param(const opf_case *c, int i, char *buf, size_t n) {
+  const opf_param_desc *pd = &c->op->params[i];
+  if (pd->type == OPF_P_ENUM) {
+    const char *p = pd->choices;
+    for (int k = 0; k < (int)c->p[i] && p; k++) {
+      p = strchr(p, '|');
+      if (p) p++;
+    }
+    return snprintf(buf, n, "%s=%.*s", pd->name, p ? (int)strcspn(p, "|") : 0, p ? p : "");
+  }
+  if (pd->type == OPF_P_AXIS && c->p[i] == OPF_AXIS_ALL) return snprintf(buf, n, "%s=all", pd->name);
+  if (pd->type == OPF_P_BOOL) return snprintf(buf, n, "%s=%s", pd->name, c->p[i] ? "true" : "false");
+  return snprintf(buf, n, "%s=%.10g", pd->name, c->p[i]);
+}
+
+static char *params_str(const opf_case *c, char *buf, size_t n, size_t off, int only_changed) {
+  char one[128];
+  for (int i = 0; i < c->op->n_params && off < n; i++) {
+    if (only_changed && c->p[i] == c->op->params[i].def) continue;
+    fmt_param(c, i, one, sizeof one);
+    off += snprintf(buf + off, n - off, "%s%s", off ? " " : "", one);
+  }
+  return buf;
+}
+
 char *opf_case_spec_str(const opf_case *c, char *buf, size_t n) {
   size_t off = 0;
   char sb[96];
@@ -279,26 +305,12 @@ char *opf_case_spec_str(const opf_case *c, char *buf, size_t n) {
   for (int i = 0; i < c->op->n_in && off < n; i++)
     off += snprintf(buf + off, n - off, "%s%s=%s", off ? " " : "", c->op->in[i].name,
                     c->present[i] ? opf_shape_str(&c->in[i], sb, sizeof sb) : "none");
-  for (int i = 0; i < c->op->n_params && off < n; i++) {
-    const opf_param_desc *pd = &c->op->params[i];
-    const char *sep = off ? " " : "";
-    if (pd->type == OPF_P_ENUM) {
-      const char *p = pd->choices;
-      for (int k = 0; k < (int)c->p[i] && p; k++) {
-        p = strchr(p, '|');
-        if (p) p++;
-      }
-      size_t l = p ? strcspn(p, "|") : 0;
-      off += snprintf(buf + off, n - off, "%s%s=%.*s", sep, pd->name, (int)l, p ? p : "");
-    } else if (pd->type == OPF_P_AXIS && c->p[i] == OPF_AXIS_ALL) {
-      off += snprintf(buf + off, n - off, "%s%s=all", sep, pd->name);
-    } else if (pd->type == OPF_P_BOOL) {
-      off += snprintf(buf + off, n - off, "%s%s=%s", sep, pd->name, c->p[i] ? "true" : "false");
-    } else {
-      off += snprintf(buf + off, n - off, "%s%s=%.10g", sep, pd->name, c->p[i]);
-    }
-  }
-  return buf;
+  return params_str(c, buf, n, off < n ? off : n, 0);
+}
+
+char *opf_case_params_str(const opf_case *c, char *buf, size_t n) {
+  buf[0] = '\0';
+  return params_str(c, buf, n, 0, 1);
 }
 
 int opf_case_call(opf_case *c, opf_pass p) {

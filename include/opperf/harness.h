@@ -21,6 +21,8 @@ int opf_case_fill(opf_case *c, uint64_t seed, opf_err *err);
 void opf_case_release(opf_case *c);
 /* Canonical spec of the resolved case: every present input's shape, then every param. */
 char *opf_case_spec_str(const opf_case *c, char *buf, size_t n);
+/* Only the params that differ from the operator's defaults ("axis=0 keepdims=true"). */
+char *opf_case_params_str(const opf_case *c, char *buf, size_t n);
 /* Does the case have a backward pass (a backward kernel and at least one float output)? */
 int opf_case_has_backward(const opf_case *c);
 /* Run one pass once (used by the harness and the tests). */
@@ -90,6 +92,7 @@ typedef struct opf_result {
   char impl[16];
   char set[16];
   char spec[256];
+  char params[160];     /* params that differ from the defaults */
   opf_dtype dtype;
   opf_pass pass;
   opf_status status;

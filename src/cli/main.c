@@ -1,1 +1,46 @@
-int main(void){return 0;}
+/* main.c: the `opperf` executable: a git-style table of subcommands, --version and help.
+ * Each subcommand lives in its own cmd_*.c file; adding one means one row here. */
+#include <stdio.h>
+#include <string.h>
+
+#include "build_info.h"
+#include "cli.h"
+
+static const struct {
+  const char *name;
+  cli_cmd_fn fn;
+  const char *summary;
+} commands[] = {
+    {"list", cmd_list, "list operators (by category)"},
+    {"describe", cmd_describe, "show an operator's inputs, params, shape sets and passes"},
+    {"run", cmd_run, "benchmark operators: time, counters, memory; table/JSON/CSV/Markdown"},
+};
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: opperf [--version] [-h] <command> [<args>]\n\n"
+             "opperf measures tensor operators one at a time: wall-clock time, perf_event\n"
+             "counters and allocator statistics, per shape, dtype and pass.\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f, "\n'opperf <command> -h' shows a command's options; see also opperf(1).\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+    printf("opperf %s (git %s, %s, %s)\n", OPPERF_VERSION_STR, OPPERF_GIT_HASH, OPPERF_BUILD_TYPE,
+           OPPERF_COMPILER);
+    return EXIT_OK;
+  }
+  if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+    usage(stdout);
+    return EXIT_OK;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (!strcmp(cmd, commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+  return cli_usage_error("unknown command '%s' (commands: list, describe, run; see opperf -h)", cmd);
+}

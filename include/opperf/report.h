@@ -1,0 +1,70 @@
+/* report.h: the context block every output carries, and the emitters (table, JSON, CSV,
+ * Markdown) behind one begin / record / end interface. Files are written atomically: the
+ * whole output goes to a temporary file that is renamed over the target only on success. */
+#ifndef OPPERF_REPORT_H
+#define OPPERF_REPORT_H
+
+#include <stdint.h>
+
+#include "opperf/harness.h"
+#include "opperf/pmu.h"
+
+#define OPF_SCHEMA_VERSION 1
+
+typedef struct opf_cache_info {
+  int level;
+  char type[16];
+  uint64_t size;
+  char shared_cpus[32];
+} opf_cache_info;
+
+typedef struct opf_context {
+  char tool_version[32], git_hash[32], build_type[32], compiler[64], cflags[256];
+  char cpu_model[128];
+  int cpus_online;
+  int n_caches;
+  opf_cache_info caches[8];
+  uint64_t mem_total;
+  char kernel[256];
+  char hostname[64];
+  int perf_event_paranoid;   /* -99 when unreadable */
+  char pmus[256];            /* PMUs libpfm4 detects */
+  char blas_config[160];
+  int blas_threads;
+  char blas_parallel[16];    /* "sequential", "pthreads", "openmp" */
+  char blas_library[160];
+  int omp_threads;
+  double timer_resolution, timer_overhead;
+  char timestamp[32];        /* ISO 8601 UTC */
+  char command[512];         /* the command line, for reproduction */
+  opf_settings settings;
+  int n_events;              /* counters requested, and whether they opened */
+  opf_pmu_event events[OPF_PMU_MAX_EVENTS];
+} opf_context;
+
+/* Collect the context (after opf_runtime_setup and opf_pmu_open). pmu may be NULL. */
+void opf_context_collect(opf_context *ctx, const opf_settings *s, const opf_pmu *pmu,
+                         const char *command);
+/* Size of the last-level cache in bytes (sysfs), 32 MiB when unknown. */
+uint64_t opf_llc_bytes(void);
+
+typedef enum opf_format { OPF_FMT_TABLE, OPF_FMT_JSON, OPF_FMT_CSV, OPF_FMT_MD, OPF_NFORMATS } opf_format;
+int opf_format_parse(const char *s);       /* -1 when unknown */
+const char *opf_format_name(opf_format f);
+const char *opf_format_ext(opf_format f);  /* ".txt", ".json", ".csv", ".md" */
+
+typedef struct opf_emitter opf_emitter;
+/* path NULL or "-" writes to standard output at end. Nothing touches path before end. */
+int opf_emitter_begin(opf_emitter **e, opf_format f, const char *path, const opf_context *ctx,
+                      opf_err *err);
+int opf_emitter_record(opf_emitter *e, const opf_result *r);
+/* commit: write the output (atomically for files). !commit: discard. Frees e either way. */
+int opf_emitter_end(opf_emitter *e, int commit, opf_err *err);
+
+/* Helpers shared by emitters and the CLI. */
+char *opf_fmt_time(double seconds, char *buf, size_t n); /* "1.23 ms" */
+char *opf_fmt_bytes(double bytes, char *buf, size_t n);  /* "4.00 MiB" */
+/* Write data to path atomically (temp file in the same directory, fsync, rename). */
+int opf_write_atomic(const char *path, const void *data, size_t n, opf_err *err);
+
+#endif

@@ -1,0 +1,38 @@
+/* cli.h: shared pieces of the `opperf` executable: the subcommand signature, error printing
+ * (the only place that prints library errors) and exit codes. */
+#ifndef OPPERF_CLI_H
+#define OPPERF_CLI_H
+
+#include "opperf/opperf.h"
+
+enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
+
+typedef int (*cli_cmd_fn)(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_describe(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+
+/* Print "opperf: <message>" to stderr and return EXIT_USAGE. */
+int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Exit status for a library error code: bad input of any kind is a usage error (2). */
+int cli_status(int code);
+/* "unknown operator 'ad'; did you mean 'add'?" */
+int cli_unknown_op(const char *name);
+/* Operators matching a name, a category (or category prefix such as "nn") or a glob. */
+int cli_match_ops(const char *pattern, const opf_op **out, int max, int *n);
+/* Strict number parsing: 1 on success. */
+int cli_parse_double(const char *s, double *v);
+int cli_parse_int(const char *s, long long *v);
+/* Does the category match the filter (exact, or prefix followed by '.')? */
+int cli_category_matches(const char *category, const char *filter);
+
+/* Custom cases from a JSON config file: [{"op": ..., "inputs": {...}, "params": {...},
+ * "dtype": ...}, ...] or {"cases": [...]}. Each case becomes (op, dtype, spec). */
+typedef struct cli_case {
+  const opf_op *op;
+  int dtype;          /* -1: use the run's dtypes */
+  char spec[512];
+} cli_case;
+int cli_config_load(const char *path, cli_case **cases, int *n, opf_err *err);
+
+#endif

@@ -1,0 +1,65 @@
+/* cmd_describe.c: `opperf describe OP`: everything a user needs to write a custom case:
+ * inputs (dtype, value range), outputs, params (type, default, range), shape sets, passes. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char *ptype(opf_param_type t) {
+  static const char *n[] = {"int", "float", "bool", "enum", "axis"};
+  return (unsigned)t <= OPF_P_AXIS ? n[t] : "?";
+}
+
+int cmd_describe(int argc, char **argv) {
+  if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+    printf("usage: opperf describe OP\n\nShows an operator's inputs, outputs, params, default "
+           "shape sets and passes.\n");
+    return EXIT_OK;
+  }
+  if (argc != 2) return cli_usage_error("describe: expected one operator name (opperf describe OP)");
+  if (argv[1][0] == '-') return cli_usage_error("describe: unknown option '%s'", argv[1]);
+  const opf_op *op = opf_op_find(argv[1]);
+  if (!op) return cli_unknown_op(argv[1]);
+  printf("%s (%s): %s\n\ndtypes:", op->name, op->category, op->summary);
+  for (int d = 0; d < OPF_NDTYPES; d++)
+    if (op->dtypes & OPF_DT_BIT(d)) printf(" %s", opf_dtype_name((opf_dtype)d));
+  printf("\npasses: fwd%s\n\ninputs:\n", op->backward ? ", bwd, both" : " (not differentiable)");
+  for (int i = 0; i < op->n_in; i++) {
+    const opf_input_desc *in = &op->in[i];
+    printf("  %-12s %-8s %s%s", in->name,
+           in->dtype == OPF_DT_CASE ? "(dtype)" : opf_dtype_name((opf_dtype)in->dtype),
+           in->flags & OPF_IN_DIFF ? "differentiable" : "not differentiable",
+           in->flags & OPF_IN_OPTIONAL ? ", optional (NAME=none drops it)" : "");
+    if (in->fill) printf(", generated to satisfy its constraints");
+    else if (in->lo != in->hi) printf(", values in [%g, %g)", in->lo, in->hi);
+    if (in->help) printf("; %s", in->help);
+    printf("\n");
+  }
+  printf("\noutputs:");
+  for (int i = 0; i < op->n_out; i++) printf(" %s", op->out[i]);
+  printf("\n\nparams:%s\n", op->n_params ? "" : " none");
+  for (int i = 0; i < op->n_params; i++) {
+    const opf_param_desc *p = &op->params[i];
+    printf("  %-12s %-5s ", p->name, ptype(p->type));
+    if (p->type == OPF_P_ENUM) {
+      const char *c = p->choices;
+      for (int k = 0; k < (int)p->def && c; k++) {
+        c = strchr(c, '|');
+        if (c) c++;
+      }
+      printf("default %.*s, one of %s", c ? (int)strcspn(c, "|") : 0, c ? c : "", p->choices);
+    } else if (p->type == OPF_P_BOOL) {
+      printf("default %s", p->def ? "true" : "false");
+    } else if (p->type == OPF_P_AXIS && p->def == OPF_AXIS_ALL) {
+      printf("default all, in [%g, %g] or all", p->min, p->max);
+    } else {
+      printf("default %g, in [%g, %g]%s", p->def, p->min, p->max,
+             p->type == OPF_P_AXIS ? " or all" : "");
+    }
+    printf("; %s\n", p->help);
+  }
+  printf("\nshape sets (run with --shapes SET; custom cases with --input NAME=SHAPE --param K=V):\n");
+  for (int k = 0; k < OPF_MAX_SETS && op->shapes[k].set; k++)
+    printf("  %-9s %s\n", op->shapes[k].set, op->shapes[k].spec);
+  return EXIT_OK;
+}

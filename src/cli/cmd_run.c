@@ -1,0 +1,470 @@
+/* cmd_run.c: `opperf run [OP|CATEGORY|GLOB ...]`: builds the list of cases (default shape sets,
+ * custom --input/--param cases or a --config file), validates all of them before measuring
+ * anything (bad input exits 2 and no output file is touched), measures every case and pass,
+ * and writes the requested reports. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define MAX_ITEMS 64
+#define MAX_OUTPUTS 8
+
+typedef struct run_case {
+  opf_case c;
+  char set[16];
+  int user; /* built from the user's inputs/params/config: its errors are usage errors */
+} run_case;
+
+typedef struct run_opts {
+  opf_settings s;
+  const char *sets;
+  const char *dtypes;
+  const char *passes;
+  int passes_explicit;
+  const char *inputs[MAX_ITEMS];
+  int n_inputs;
+  const char *params[MAX_ITEMS];
+  int n_params;
+  const char *config;
+  const char *output;
+  int n_out;
+  opf_format fmt[MAX_OUTPUTS];
+  const char *fmt_path[MAX_OUTPUTS];
+  int dry_run;
+} run_opts;
+
+static void usage(void) {
+  printf(
+      "usage: opperf run [options] [OP|CATEGORY|GLOB ...]\n\n"
+      "Measures each operator on its own. Without names, every operator runs.\n\n"
+      "cases:\n"
+      "  --shapes SETS        shape sets: standard,skewed (default), small, large, huge, test, all\n"
+      "  --input NAME=SHAPE   custom input shape, e.g. --input x=64x3x32x32 (repeatable);\n"
+      "                       replaces the default shape sets with one custom case\n"
+      "  --param KEY=VALUE    param for every case, e.g. --param axis=0 (repeatable)\n"
+      "  --config FILE.json   custom cases: [{\"op\":..., \"inputs\":{...}, \"params\":{...}, \"dtype\":...}]\n"
+      "  --dtype LIST         float32 (default), float64, int32, int64, or all\n"
+      "  --pass LIST          fwd, bwd, both (forward+backward); default fwd,bwd\n"
+      "measurement:\n"
+      "  --warmup SEC         warm-up time per case (default 0.05)\n"
+      "  --min-time SEC       measure at least this long per case and pass (default 0.2)\n"
+      "  --max-time SEC       stop after this long once 3 samples exist (default 3)\n"
+      "  --runs N             exactly N samples per case (overrides the time limits)\n"
+      "  --sample-time SEC    calibrate calls per sample to last this long (default 0.002)\n"
+      "  --threads N          OpenMP and OpenBLAS threads (default: all CPUs)\n"
+      "  --cpu LIST           pin to CPUs, e.g. 0 or 0-1\n"
+      "  --cache warm|cold    cold evicts caches before every sample (1 call per sample)\n"
+      "  --seed N             seed of all generated inputs (default 42)\n"
+      "  --events LIST        counters: sw (default), core, cache, tlb, branch, any libpfm4\n"
+      "                       event name, or none\n"
+      "output:\n"
+      "  --format LIST        table (default), json, csv, md; FMT=FILE writes that format to FILE\n"
+      "  -o FILE              write the (non-table) report to FILE, atomically\n"
+      "  --dry-run            list the cases that would run, and exit\n");
+}
+
+static int parse_passes(const char *list, int *mask) {
+  char buf[64];
+  snprintf(buf, sizeof buf, "%s", list);
+  *mask = 0;
+  char *save = NULL;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (!strcmp(t, "fwd") || !strcmp(t, "forward")) *mask |= 1 << OPF_PASS_FWD;
+    else if (!strcmp(t, "bwd") || !strcmp(t, "backward")) *mask |= 1 << OPF_PASS_BWD;
+    else if (!strcmp(t, "both")) *mask |= 1 << OPF_PASS_BOTH;
+    else return cli_usage_error("unknown pass '%s' (use fwd, bwd or both)", t);
+  }
+  return *mask ? 0 : cli_usage_error("--pass needs at least one of fwd, bwd, both");
+}
+
+static int parse_dtypes(const char *list, unsigned *mask) {
+  char buf[128];
+  snprintf(buf, sizeof buf, "%s", list);
+  *mask = 0;
+  char *save = NULL;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (!strcmp(t, "all")) {
+      *mask = OPF_DT_ALL;
+      continue;
+    }
+    int d = opf_dtype_parse(t);
+    if (d < 0) return cli_usage_error("unknown dtype '%s' (use float32, float64, int32, int64 or all)", t);
+    *mask |= OPF_DT_BIT(d);
+  }
+  return 0;
+}
+
+static const char *known_sets[] = {"standard", "skewed", "small", "large", "huge", "test", NULL};
+
+static int check_sets(const char *list) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", list);
+  char *save = NULL;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    int ok = !strcmp(t, "all");
+    for (int i = 0; known_sets[i]; i++) ok |= !strcmp(t, known_sets[i]);
+    if (!ok) return cli_usage_error("unknown shape set '%s' (use standard, skewed, small, large, huge, test or all)", t);
+  }
+  return 0;
+}
+
+static int set_selected(const char *list, const char *set) {
+  size_t l = strlen(set);
+  for (const char *p = list; *p;) {
+    size_t k = strcspn(p, ",");
+    if ((k == l && !strncmp(p, set, l)) || (k == 3 && !strncmp(p, "all", 3) && strcmp(set, "huge")))
+      return 1;
+    p += k + (p[k] == ',');
+  }
+  return 0;
+}
+
+static int add_format(run_opts *o, const char *item) {
+  char name[32];
+  const char *eq = strpbrk(item, "=:");
+  size_t l = eq ? (size_t)(eq - item) : strlen(item);
+  if (l >= sizeof name) l = sizeof name - 1;
+  memcpy(name, item, l);
+  name[l] = '\0';
+  int f = opf_format_parse(name);
+  if (f < 0) return cli_usage_error("unknown format '%s' (use table, json, csv or md)", name);
+  if (eq && !eq[1]) return cli_usage_error("--format %s: missing file name after '%c'", name, *eq);
+  if (o->n_out == MAX_OUTPUTS) return cli_usage_error("too many --format entries");
+  o->fmt[o->n_out] = (opf_format)f;
+  o->fmt_path[o->n_out] = eq ? eq + 1 : NULL;
+  o->n_out++;
+  return 0;
+}
+
+/* Tokenises the argument in place: argv strings live as long as the run and may be modified,
+ * so the FMT=FILE paths can point into them. */
+static int parse_formats(run_opts *o, char *list) {
+  char *save = NULL;
+  int rc = 0;
+  for (char *t = strtok_r(list, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save))
+    rc = add_format(o, t);
+  return rc;
+}
+
+static int need_pos(const char *opt, const char *v, double *out) {
+  if (!cli_parse_double(v, out) || !(*out >= 0) || *out > 1e6)
+    return cli_usage_error("%s needs a non-negative number of seconds, not '%s'", opt, v);
+  return 0;
+}
+
+static int parse_args(int argc, char **argv, run_opts *o) {
+  enum { O_SHAPES = 256, O_INPUT, O_PARAM, O_CONFIG, O_DTYPE, O_PASS, O_WARMUP, O_MINTIME,
+         O_MAXTIME, O_RUNS, O_SAMPLE, O_THREADS, O_CPU, O_CACHE, O_SEED, O_EVENTS, O_FORMAT,
+         O_DRY };
+  static const struct option opts[] = {
+      {"shapes", required_argument, 0, O_SHAPES}, {"input", required_argument, 0, O_INPUT},
+      {"param", required_argument, 0, O_PARAM},   {"config", required_argument, 0, O_CONFIG},
+      {"dtype", required_argument, 0, O_DTYPE},   {"pass", required_argument, 0, O_PASS},
+      {"warmup", required_argument, 0, O_WARMUP}, {"min-time", required_argument, 0, O_MINTIME},
+      {"max-time", required_argument, 0, O_MAXTIME}, {"runs", required_argument, 0, O_RUNS},
+      {"sample-time", required_argument, 0, O_SAMPLE}, {"threads", required_argument, 0, O_THREADS},
+      {"cpu", required_argument, 0, O_CPU},       {"cache", required_argument, 0, O_CACHE},
+      {"seed", required_argument, 0, O_SEED},     {"events", required_argument, 0, O_EVENTS},
+      {"format", required_argument, 0, O_FORMAT}, {"output", required_argument, 0, 'o'},
+      {"dry-run", no_argument, 0, O_DRY},         {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  opf_settings_default(&o->s);
+  o->sets = "standard,skewed";
+  o->dtypes = NULL;
+  o->passes = "fwd,bwd";
+  optind = 1;
+  opterr = 0;
+  int ch;
+  long long v;
+  while ((ch = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+    switch (ch) {
+    case 'h': usage(); return -1;
+    case O_SHAPES: o->sets = optarg; break;
+    case O_INPUT:
+    case O_PARAM: {
+      if (!strchr(optarg, '=') || optarg[0] == '=')
+        return cli_usage_error("--%s expects NAME=VALUE, not '%s'", ch == O_INPUT ? "input" : "param", optarg);
+      if (ch == O_INPUT && o->n_inputs < MAX_ITEMS) o->inputs[o->n_inputs++] = optarg;
+      else if (ch == O_PARAM && o->n_params < MAX_ITEMS) o->params[o->n_params++] = optarg;
+      else return cli_usage_error("too many --input/--param items");
+      break;
+    }
+    case O_CONFIG: o->config = optarg; break;
+    case O_DTYPE: o->dtypes = optarg; break;
+    case O_PASS: o->passes = optarg; o->passes_explicit = 1; break;
+    case O_WARMUP: if (need_pos("--warmup", optarg, &o->s.warmup)) return 2; break;
+    case O_MINTIME: if (need_pos("--min-time", optarg, &o->s.min_time)) return 2; break;
+    case O_MAXTIME: if (need_pos("--max-time", optarg, &o->s.max_time)) return 2; break;
+    case O_SAMPLE: if (need_pos("--sample-time", optarg, &o->s.sample_time)) return 2; break;
+    case O_RUNS:
+      if (!cli_parse_int(optarg, &v) || v < 1 || v > 1000000)
+        return cli_usage_error("--runs needs a count between 1 and 1000000, not '%s'", optarg);
+      o->s.min_runs = o->s.max_runs = (int)v;
+      o->s.min_time = 0;
+      o->s.max_time = 1e9;
+      break;
+    case O_THREADS:
+      if (!cli_parse_int(optarg, &v) || v < 1 || v > 1024)
+        return cli_usage_error("--threads needs a count between 1 and 1024, not '%s'", optarg);
+      o->s.threads = (int)v;
+      break;
+    case O_CPU: snprintf(o->s.cpus, sizeof o->s.cpus, "%s", optarg); break;
+    case O_CACHE:
+      if (!strcmp(optarg, "warm")) o->s.cache = OPF_CACHE_WARM;
+      else if (!strcmp(optarg, "cold")) o->s.cache = OPF_CACHE_COLD;
+      else return cli_usage_error("--cache must be warm or cold, not '%s'", optarg);
+      break;
+    case O_SEED:
+      if (!cli_parse_int(optarg, &v) || v < 0)
+        return cli_usage_error("--seed needs a non-negative integer, not '%s'", optarg);
+      o->s.seed = (uint64_t)v;
+      break;
+    case O_EVENTS:
+      if (strlen(optarg) >= sizeof o->s.events) return cli_usage_error("--events list is too long");
+      snprintf(o->s.events, sizeof o->s.events, "%s", strcmp(optarg, "none") ? optarg : "");
+      break;
+    case O_FORMAT: if (parse_formats(o, optarg)) return 2; break;
+    case 'o': o->output = optarg; break;
+    case O_DRY: o->dry_run = 1; break;
+    case ':': return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
+    default: return cli_usage_error("run: unknown option '%s' (see opperf run -h)", argv[optind - 1]);
+    }
+  }
+  if (o->s.max_time < o->s.min_time) o->s.max_time = o->s.min_time;
+  if (check_sets(o->sets)) return 2;
+  if (o->config && o->n_inputs) return cli_usage_error("--config and --input cannot be combined");
+  if (!o->n_out) add_format(o, "table");
+  return 0;
+}
+
+/* Build a spec from a base and the user's items (later items override earlier ones). */
+static int build_spec(char *out, size_t n, const char *base, const char *const *items, int ni) {
+  size_t off = (size_t)snprintf(out, n, "%s", base ? base : "");
+  for (int i = 0; i < ni && off < n; i++)
+    off += (size_t)snprintf(out + off, n - off, "%s%s", off ? " " : "", items[i]);
+  return off < n ? 0 : -1;
+}
+
+typedef struct case_list {
+  run_case *v;
+  int n, cap;
+} case_list;
+
+static int add_case(case_list *l, const opf_op *op, opf_dtype dt, const char *set, const char *spec,
+                    int user) {
+  if (l->n == l->cap) {
+    int cap = l->cap ? 2 * l->cap : 128;
+    run_case *v = realloc(l->v, sizeof *v * (size_t)cap);
+    if (!v) return cli_usage_error("out of memory");
+    l->v = v;
+    l->cap = cap;
+  }
+  run_case *rc = &l->v[l->n];
+  memset(rc, 0, sizeof *rc);
+  snprintf(rc->set, sizeof rc->set, "%s", set);
+  rc->user = user;
+  opf_err e;
+  int r = opf_case_init(&rc->c, op, dt, spec, &e);
+  if (r) {
+    if (user || r != OPF_EUNSUPPORTED) return cli_usage_error("%s", e.msg);
+    return 0; /* a default entry for a dtype the op does not have: nothing to run */
+  }
+  if (user) {
+    uint64_t need = opf_case_footprint(&rc->c, 1), avail = opf_mem_available();
+    if (need == UINT64_MAX || (avail && need > avail)) {
+      char a[32], b[32];
+      return cli_usage_error("%s: the case needs %s but only %s of memory is available", op->name,
+                             need == UINT64_MAX ? "more than 2^62 bytes" : opf_fmt_bytes((double)need, a, sizeof a),
+                             opf_fmt_bytes((double)avail, b, sizeof b));
+    }
+  }
+  l->n++;
+  return 0;
+}
+
+static unsigned op_dtypes(const opf_op *op, unsigned requested, int explicit_dt) {
+  if (!explicit_dt)
+    return op->dtypes & OPF_DT_BIT(OPF_F32) ? OPF_DT_BIT(OPF_F32) : op->dtypes & (~op->dtypes + 1);
+  return op->dtypes & requested;
+}
+
+static int build_cases(run_opts *o, const opf_op **ops, int nops, int named, case_list *l) {
+  unsigned req = 0;
+  if (o->dtypes && parse_dtypes(o->dtypes, &req)) return 2;
+  char spec[1024];
+  if (o->config) {
+    cli_case *cc;
+    int n;
+    opf_err e;
+    if (cli_config_load(o->config, &cc, &n, &e)) return cli_usage_error("%s", e.msg);
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+      unsigned dts = cc[i].dtype >= 0 ? OPF_DT_BIT(cc[i].dtype) : op_dtypes(cc[i].op, req, o->dtypes != NULL);
+      if (!dts) {
+        rc = cli_usage_error("config case %d: operator '%s' does not support the requested dtype", i, cc[i].op->name);
+        break;
+      }
+      if (build_spec(spec, sizeof spec, cc[i].spec, o->params, o->n_params)) {
+        rc = cli_usage_error("config case %d: spec too long", i);
+        break;
+      }
+      for (int d = 0; d < OPF_NDTYPES && !rc; d++)
+        if (dts & OPF_DT_BIT(d)) rc = add_case(l, cc[i].op, (opf_dtype)d, "config", spec, 1);
+    }
+    free(cc);
+    return rc;
+  }
+  for (int i = 0; i < nops; i++) {
+    const opf_op *op = ops[i];
+    unsigned dts = op_dtypes(op, req, o->dtypes != NULL);
+    if (!dts) {
+      if (named) {
+        char have[64] = "";
+        for (int d = 0, off = 0; d < OPF_NDTYPES; d++)
+          if (op->dtypes & OPF_DT_BIT(d))
+            off += snprintf(have + off, sizeof have - (size_t)off, "%s%s", off ? ", " : "", opf_dtype_name((opf_dtype)d));
+        return cli_usage_error("operator '%s' does not support dtype %s (it supports %s)", op->name, o->dtypes, have);
+      }
+      continue;
+    }
+    for (int d = 0; d < OPF_NDTYPES; d++) {
+      if (!(dts & OPF_DT_BIT(d))) continue;
+      if (o->n_inputs) {
+        if (build_spec(spec, sizeof spec, NULL, o->inputs, o->n_inputs) ||
+            build_spec(spec + strlen(spec), sizeof spec - strlen(spec), strlen(spec) ? " " : "", o->params, o->n_params))
+          return cli_usage_error("too many --input/--param items");
+        if (add_case(l, op, (opf_dtype)d, "custom", spec, 1)) return 2;
+        continue;
+      }
+      for (int k = 0; k < OPF_MAX_SETS && op->shapes[k].set; k++) {
+        if (!set_selected(o->sets, op->shapes[k].set)) continue;
+        if (build_spec(spec, sizeof spec, op->shapes[k].spec, o->params, o->n_params))
+          return cli_usage_error("too many --param items");
+        if (add_case(l, op, (opf_dtype)d, op->shapes[k].set, spec, o->n_params > 0)) return 2;
+      }
+    }
+  }
+  return 0;
+}
+
+static void join_argv(int argc, char **argv, char *buf, size_t n) {
+  size_t off = (size_t)snprintf(buf, n, "opperf");
+  for (int i = 0; i < argc && off < n; i++) off += (size_t)snprintf(buf + off, n - off, " %s", argv[i]);
+}
+
+/* Where each format goes: FMT=FILE wins; -o FILE takes the non-table formats (one: FILE as
+ * given; several: FILE with each format's extension); everything else goes to stdout. */
+static void resolve_paths(run_opts *o, char **paths) {
+  int n_nontable = 0;
+  for (int i = 0; i < o->n_out; i++) n_nontable += o->fmt[i] != OPF_FMT_TABLE && !o->fmt_path[i];
+  for (int i = 0; i < o->n_out; i++) {
+    paths[i] = NULL;
+    if (o->fmt_path[i]) paths[i] = strdup(o->fmt_path[i]);
+    else if (o->output && (o->fmt[i] != OPF_FMT_TABLE || o->n_out == 1)) {
+      if (n_nontable <= 1) paths[i] = strdup(o->output);
+      else {
+        const char *dot = strrchr(o->output, '.'), *slash = strrchr(o->output, '/');
+        int stem = dot && (!slash || dot > slash) ? (int)(dot - o->output) : (int)strlen(o->output);
+        if (asprintf(&paths[i], "%.*s%s", stem, o->output, opf_format_ext(o->fmt[i])) < 0) paths[i] = NULL;
+      }
+    }
+  }
+}
+
+int cmd_run(int argc, char **argv) {
+  run_opts o;
+  memset(&o, 0, sizeof o);
+  int rc = parse_args(argc, argv, &o);
+  if (rc) return rc < 0 ? EXIT_OK : EXIT_USAGE;
+  int pass_mask;
+  if (parse_passes(o.passes, &pass_mask)) return EXIT_USAGE;
+
+  int max_ops = opf_op_count() + 1, nops = 0;
+  const opf_op **ops = calloc((size_t)max_ops, sizeof *ops);
+  if (!ops) return cli_usage_error("out of memory");
+  int named = 0;
+  for (int i = optind; i < argc; i++) {
+    if (!cli_match_ops(argv[i], ops, max_ops, &nops)) {
+      free(ops);
+      return cli_unknown_op(argv[i]);
+    }
+    named |= opf_op_find(argv[i]) != NULL;
+  }
+  if (optind == argc)
+    for (int i = 0; i < opf_op_count(); i++) ops[nops++] = opf_op_at(i);
+
+  case_list cl = {0};
+  rc = build_cases(&o, ops, nops, named, &cl);
+  free(ops);
+  if (!rc && !cl.n)
+    rc = cli_usage_error("nothing to run: no case of the selected operators is in shape sets '%s'", o.sets);
+  if (rc) {
+    free(cl.v);
+    return EXIT_USAGE;
+  }
+  if (o.dry_run) {
+    for (int i = 0; i < cl.n; i++) {
+      char spec[512];
+      printf("%-22s %-8s %-8s %s\n", cl.v[i].c.op->name, opf_dtype_name(cl.v[i].c.dtype), cl.v[i].set,
+             opf_case_spec_str(&cl.v[i].c, spec, sizeof spec));
+    }
+    printf("%d cases\n", cl.n);
+    free(cl.v);
+    return EXIT_OK;
+  }
+
+  opf_err e;
+  opf_pmu *pmu = NULL;
+  if (opf_pmu_create(&pmu, o.s.events, NULL, &e)) {
+    free(cl.v);
+    return cli_usage_error("%s", e.msg);
+  }
+  if (opf_runtime_setup(&o.s, &e) || opf_pmu_open(pmu, &e)) {
+    opf_pmu_free(pmu);
+    free(cl.v);
+    return cli_usage_error("%s", e.msg);
+  }
+  char command[512];
+  join_argv(argc, argv, command, sizeof command);
+  opf_context *ctx = malloc(sizeof *ctx);
+  char *paths[MAX_OUTPUTS];
+  opf_emitter *em[MAX_OUTPUTS] = {0};
+  resolve_paths(&o, paths);
+  if (ctx) opf_context_collect(ctx, &o.s, pmu, command);
+  for (int i = 0; ctx && !rc && i < o.n_out; i++) rc = opf_emitter_begin(&em[i], o.fmt[i], paths[i], ctx, &e);
+
+  int failed = 0, total = 0, done = 0, tty = isatty(2);
+  for (int i = 0; i < cl.n; i++)
+    for (int p = 0; p < OPF_NPASSES; p++)
+      total += (pass_mask >> p & 1) && (p == OPF_PASS_FWD || o.passes_explicit || opf_case_has_backward(&cl.v[i].c));
+  for (int i = 0; ctx && !rc && i < cl.n; i++) {
+    for (int p = 0; p < OPF_NPASSES; p++) {
+      run_case *c = &cl.v[i];
+      if (!(pass_mask >> p & 1)) continue;
+      /* Default passes: operators without a backward just run forward. */
+      if (p != OPF_PASS_FWD && !o.passes_explicit && !opf_case_has_backward(&c->c)) continue;
+      if (tty) fprintf(stderr, "\r\033[K[%d/%d] %s %s %s", ++done, total, c->c.op->name,
+                       opf_dtype_name(c->c.dtype), opf_pass_name((opf_pass)p));
+      opf_result r;
+      opf_measure(&o.s, &c->c, c->set, (opf_pass)p, pmu, &r);
+      failed += r.status == OPF_ST_ERROR;
+      for (int k = 0; k < o.n_out; k++) opf_emitter_record(em[k], &r);
+      opf_result_release(&r);
+    }
+  }
+  if (tty) fprintf(stderr, "\r\033[K");
+  for (int i = 0; i < o.n_out; i++) {
+    if (em[i] && opf_emitter_end(em[i], !rc, &e) && !rc) rc = OPF_EIO;
+    if (o.n_out > 1 && o.fmt[i] == OPF_FMT_TABLE && i + 1 < o.n_out && !paths[i]) fputc('\n', stdout);
+    free(paths[i]);
+  }
+  opf_pmu_free(pmu);
+  free(ctx);
+  free(cl.v);
+  if (rc) return cli_usage_error("%s", e.msg[0] ? e.msg : "cannot write the report");
+  return failed ? EXIT_FAILED : EXIT_OK;
+}

@@ -1,0 +1,125 @@
+/* context.c: the context block of every report: tool and build, CPU, caches (sysfs), kernel,
+ * perf_event_paranoid, PMUs libpfm4 detects, BLAS build and threads, timer, settings, counter
+ * statuses and a timestamp, so a figure can always be traced to where it was measured. */
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "build_info.h"
+#include "opperf/report.h"
+
+/* OpenBLAS extensions (declared in Debian's cblas.h as well; repeated for other builds). */
+extern char *openblas_get_config(void);
+extern int openblas_get_parallel(void);
+extern int openblas_get_num_threads(void);
+
+static int read_line(const char *path, char *buf, size_t n) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char *ok = fgets(buf, (int)n, f);
+  fclose(f);
+  if (!ok) return -1;
+  buf[strcspn(buf, "\n")] = '\0';
+  return 0;
+}
+
+static uint64_t parse_size(const char *s) {
+  unsigned long long v = 0;
+  char unit = 0;
+  if (sscanf(s, "%llu%c", &v, &unit) < 1) return 0;
+  if (unit == 'K') v <<= 10;
+  else if (unit == 'M') v <<= 20;
+  else if (unit == 'G') v <<= 30;
+  return v;
+}
+
+static int read_caches(opf_cache_info *out, int max) {
+  int n = 0;
+  for (int i = 0; i < 16 && n < max; i++) {
+    char path[128], buf[64];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+    if (read_line(path, buf, sizeof buf)) break;
+    opf_cache_info *c = &out[n++];
+    c->level = atoi(buf);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+    if (read_line(path, c->type, sizeof c->type)) snprintf(c->type, sizeof c->type, "?");
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+    c->size = read_line(path, buf, sizeof buf) ? 0 : parse_size(buf);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/shared_cpu_list", i);
+    if (read_line(path, c->shared_cpus, sizeof c->shared_cpus)) c->shared_cpus[0] = '\0';
+  }
+  return n;
+}
+
+uint64_t opf_llc_bytes(void) {
+  opf_cache_info c[8];
+  int n = read_caches(c, 8);
+  uint64_t best = 0;
+  int lvl = 0;
+  for (int i = 0; i < n; i++)
+    if (strcmp(c[i].type, "Instruction") && c[i].level >= lvl) lvl = c[i].level, best = c[i].size;
+  return best ? best : 32ull << 20;
+}
+
+static void cpu_model(char *buf, size_t n) {
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  snprintf(buf, n, "unknown");
+  if (!f) return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    if (!strncmp(line, "model name", 10)) {
+      char *c = strchr(line, ':');
+      if (c) {
+        c += 1 + (c[1] == ' ');
+        c[strcspn(c, "\n")] = '\0';
+        snprintf(buf, n, "%s", c);
+      }
+      break;
+    }
+  }
+  fclose(f);
+}
+
+void opf_context_collect(opf_context *ctx, const opf_settings *s, const opf_pmu *pmu,
+                         const char *command) {
+  memset(ctx, 0, sizeof *ctx);
+  snprintf(ctx->tool_version, sizeof ctx->tool_version, "%s", OPPERF_VERSION_STR);
+  snprintf(ctx->git_hash, sizeof ctx->git_hash, "%s", OPPERF_GIT_HASH);
+  snprintf(ctx->build_type, sizeof ctx->build_type, "%s", OPPERF_BUILD_TYPE);
+  snprintf(ctx->compiler, sizeof ctx->compiler, "%s", OPPERF_COMPILER);
+  snprintf(ctx->cflags, sizeof ctx->cflags, "%s", OPPERF_CFLAGS);
+  cpu_model(ctx->cpu_model, sizeof ctx->cpu_model);
+  ctx->cpus_online = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  ctx->n_caches = read_caches(ctx->caches, 8);
+  ctx->mem_total = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+  struct utsname u;
+  if (!uname(&u)) snprintf(ctx->kernel, sizeof ctx->kernel, "%s %s %s", u.sysname, u.release, u.machine);
+  gethostname(ctx->hostname, sizeof ctx->hostname - 1);
+  char buf[64];
+  ctx->perf_event_paranoid =
+      read_line("/proc/sys/kernel/perf_event_paranoid", buf, sizeof buf) ? -99 : atoi(buf);
+  if (opf_pmu_detected(ctx->pmus, sizeof ctx->pmus)) ctx->pmus[0] = '\0';
+  const char *cfg = openblas_get_config();
+  snprintf(ctx->blas_config, sizeof ctx->blas_config, "%s", cfg ? cfg : "unknown");
+  ctx->blas_threads = openblas_get_num_threads();
+  int par = openblas_get_parallel();
+  snprintf(ctx->blas_parallel, sizeof ctx->blas_parallel, "%s",
+           par == 0 ? "sequential" : par == 1 ? "pthreads" : par == 2 ? "openmp" : "unknown");
+  snprintf(ctx->blas_library, sizeof ctx->blas_library, "%s", OPPERF_OPENBLAS_LIB);
+  ctx->omp_threads = omp_get_max_threads();
+  ctx->timer_resolution = opf_timer_resolution();
+  ctx->timer_overhead = opf_timer_overhead();
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(ctx->timestamp, sizeof ctx->timestamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  snprintf(ctx->command, sizeof ctx->command, "%s", command ? command : "");
+  if (s) ctx->settings = *s;
+  for (size_t i = 0; pmu && i < opf_pmu_count(pmu) && i < OPF_PMU_MAX_EVENTS; i++)
+    ctx->events[ctx->n_events++] = *opf_pmu_event_at(pmu, i);
+}

@@ -1,0 +1,297 @@
+/* harness.c: measuring one case and pass. Set-up (allocation, first touch, input generation)
+ * happens outside the timed region; then warm-up, batch calibration (k calls per sample so a
+ * sample outlasts the timer's resolution by far), samples until min time and count, counters
+ * read as snapshots around each sample, and memory figures from the tracked allocator. */
+#include <cblas.h>
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "opperf/harness.h"
+#include "opperf/report.h"
+
+void opf_settings_default(opf_settings *s) {
+  memset(s, 0, sizeof *s);
+  s->warmup = 0.05;
+  s->min_time = 0.2;
+  s->max_time = 3.0;
+  s->sample_time = 0.002;
+  s->min_runs = 5;
+  s->max_runs = 10000;
+  s->threads = omp_get_num_procs();
+  s->cache = OPF_CACHE_WARM;
+  s->seed = 42;
+  snprintf(s->events, sizeof s->events, "sw");
+}
+
+const char *opf_status_name(opf_status s) {
+  static const char *n[] = {"ok", "skipped", "error"};
+  return (unsigned)s <= OPF_ST_ERROR ? n[s] : "?";
+}
+
+void opf_result_release(opf_result *r) {
+  free(r->samples);
+  r->samples = NULL;
+}
+
+/* "0-1,3" -> cpu set; OPF_EINVAL on a malformed list or a CPU this machine does not have. */
+static int parse_cpus(const char *list, cpu_set_t *set, opf_err *err) {
+  CPU_ZERO(set);
+  const char *p = list;
+  int ncpu = (int)sysconf(_SC_NPROCESSORS_CONF);
+  while (*p) {
+    char *end;
+    errno = 0;
+    long a = strtol(p, &end, 10), b = a;
+    if (end == p || errno) goto bad;
+    p = end;
+    if (*p == '-') {
+      b = strtol(p + 1, &end, 10);
+      if (end == p + 1 || b < a) goto bad;
+      p = end;
+    }
+    if (a < 0 || b >= ncpu)
+      return opf_err_set(err, OPF_EINVAL, "CPU list '%s': this machine has CPUs 0-%d", list,
+                         ncpu - 1);
+    for (long c = a; c <= b; c++) CPU_SET((int)c, set);
+    if (*p == ',') p++;
+    else if (*p) goto bad;
+  }
+  return OPF_OK;
+bad:
+  return opf_err_set(err, OPF_EINVAL, "malformed CPU list '%s' (expected e.g. 0-1,3)", list);
+}
+
+int opf_runtime_setup(const opf_settings *s, opf_err *err) {
+  if (s->threads < 1 || s->threads > 1024)
+    return opf_err_set(err, OPF_EINVAL, "threads must be between 1 and 1024, not %d", s->threads);
+  if (s->cpus[0]) {
+    cpu_set_t set;
+    int rc = parse_cpus(s->cpus, &set, err);
+    if (rc) return rc;
+    if (sched_setaffinity(0, sizeof set, &set))
+      return opf_err_set(err, OPF_ESYS, "cannot pin to CPUs '%s': %s", s->cpus, strerror(errno));
+  }
+  omp_set_dynamic(0);
+  omp_set_num_threads(s->threads);
+  openblas_set_num_threads(s->threads);
+  /* Create the OpenMP pool now (OpenBLAS's OpenMP build shares it) so that counters opened
+   * afterwards on every thread of the process cover the workers. */
+#pragma omp parallel
+  {
+    (void)0;
+  }
+  return OPF_OK;
+}
+
+/* Evicts caches before a cold sample by writing a buffer twice the last-level cache. */
+typedef struct {
+  unsigned char *buf;
+  size_t n;
+} flusher;
+
+static void flush_caches(flusher *f) {
+  if (!f->buf) return;
+  static unsigned char v;
+  v++;
+  memset(f->buf, v, f->n);
+  __asm__ __volatile__("" : : "r"(f->buf) : "memory");
+}
+
+static void fill_info(opf_result *r, const opf_case *c) {
+  const opf_op *op = c->op;
+  int k = 0;
+  for (int i = 0; i < op->n_in; i++) {
+    if (!c->present[i]) continue;
+    opf_tensor_info *t = &r->tensors[k++];
+    snprintf(t->name, sizeof t->name, "%s", op->in[i].name);
+    snprintf(t->role, sizeof t->role, "in");
+    opf_shape_str(&c->in[i], t->shape, sizeof t->shape);
+    t->dtype = c->in[i].dtype;
+    t->bytes = opf_tensor_bytes(&c->in[i], NULL);
+  }
+  for (int i = 0; i < op->n_out; i++) {
+    opf_tensor_info *t = &r->tensors[k++];
+    snprintf(t->name, sizeof t->name, "%s", op->out[i]);
+    snprintf(t->role, sizeof t->role, "out");
+    opf_shape_str(&c->out[i], t->shape, sizeof t->shape);
+    t->dtype = c->out[i].dtype;
+    t->bytes = opf_tensor_bytes(&c->out[i], NULL);
+  }
+  r->n_tensors = k;
+}
+
+static int fail(opf_result *r, opf_status st, const char *fmt, const char *msg) {
+  r->status = st;
+  snprintf(r->message, sizeof r->message, fmt, msg);
+  return OPF_OK;
+}
+
+static int call_batch(opf_case *c, opf_pass pass, int64_t k) {
+  for (int64_t i = 0; i < k; i++) {
+    int rc = opf_case_call(c, pass);
+    if (rc) return rc;
+  }
+  return OPF_OK;
+}
+
+int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pass, opf_pmu *pmu,
+                opf_result *r) {
+  const opf_op *op = c->op;
+  memset(r, 0, sizeof *r);
+  snprintf(r->op, sizeof r->op, "%s", op->name);
+  snprintf(r->category, sizeof r->category, "%s", op->category);
+  snprintf(r->impl, sizeof r->impl, "native");
+  snprintf(r->set, sizeof r->set, "%s", set ? set : "custom");
+  opf_case_spec_str(c, r->spec, sizeof r->spec);
+  opf_case_params_str(c, r->params, sizeof r->params);
+  r->dtype = c->dtype;
+  r->pass = pass;
+  fill_info(r, c);
+  r->flops = (op->flops ? op->flops : opf_default_flops)(c, pass);
+  r->bytes = (op->bytes ? op->bytes : opf_default_bytes)(c, pass);
+  for (size_t i = 0; pmu && i < opf_pmu_count(pmu) && i < OPF_PMU_MAX_EVENTS; i++) {
+    const opf_pmu_event *e = opf_pmu_event_at(pmu, i);
+    opf_event_result *er = &r->events[r->n_events++];
+    snprintf(er->name, sizeof er->name, "%s", e->name);
+    er->status = e->status;
+    er->group = e->group;
+    er->err = e->err;
+    snprintf(er->reason, sizeof er->reason, "%s", e->reason);
+  }
+
+  if (pass != OPF_PASS_FWD && !opf_case_has_backward(c))
+    return fail(r, OPF_ST_SKIPPED, "%s", "no backward pass (not differentiable)");
+  const int with_grad = pass != OPF_PASS_FWD;
+  uint64_t need = opf_case_footprint(c, with_grad), avail = opf_mem_available();
+  if (need == UINT64_MAX || (avail && need > avail / 10 * 9)) {
+    char m[160];
+    snprintf(m, sizeof m, "needs %.2f GiB, %.2f GiB available", (double)need / (1 << 30),
+             (double)avail / (1 << 30));
+    return fail(r, OPF_ST_SKIPPED, "%s", m);
+  }
+
+  opf_err err;
+  opf_alloc_stats_reset();
+  opf_alloc_stats a0, a1, a2;
+  if (opf_case_alloc(c, with_grad, &err) || opf_case_fill(c, s->seed, &err))
+    return fail(r, OPF_ST_ERROR, "%s", err.msg);
+  opf_alloc_stats_get(&a0);
+  r->setup_bytes = a0.bytes_allocated;
+  r->setup_allocs = a0.n_allocs;
+
+  flusher fl = {0};
+  if (s->cache == OPF_CACHE_COLD) {
+    fl.n = 2 * opf_llc_bytes();
+    fl.buf = malloc(fl.n); /* harness memory, deliberately outside the tracked allocator */
+    if (!fl.buf) {
+      opf_case_release(c);
+      return fail(r, OPF_ST_ERROR, "%s", "cannot allocate the cache-flush buffer");
+    }
+  }
+
+  int rc = OPF_OK;
+  /* bwd alone needs the forward state (outputs, saved workspace) of the same inputs. */
+  if (pass == OPF_PASS_BWD) rc = op->forward(c);
+
+  /* Warm-up, which also estimates the time per call for the batch size. */
+  int64_t wcalls = 0;
+  double t0 = opf_now(), t = t0;
+  while (!rc && (wcalls == 0 || t - t0 < s->warmup)) {
+    rc = opf_case_call(c, pass);
+    wcalls++;
+    t = opf_now();
+  }
+  if (rc) goto kernel_failed;
+  double est = (t - t0) / (double)wcalls;
+  int64_t k = 1;
+  if (s->cache == OPF_CACHE_WARM && est > 0 && est < s->sample_time) {
+    k = (int64_t)ceil(s->sample_time / est);
+    if (k > 1000000) k = 1000000;
+  }
+  r->batch = k;
+
+  int cap = s->max_runs > 0 ? s->max_runs : 1000;
+  r->samples = malloc(sizeof *r->samples * (size_t)cap);
+  if (!r->samples) {
+    rc = OPF_ENOMEM;
+    snprintf(c->err.msg, sizeof c->err.msg, "cannot allocate the sample buffer");
+    goto kernel_failed;
+  }
+  double ev_sum[OPF_PMU_MAX_EVENTS] = {0}, ev_run[OPF_PMU_MAX_EVENTS] = {0};
+  int ev_any[OPF_PMU_MAX_EVENTS] = {0};
+  size_t nev = pmu ? opf_pmu_count(pmu) : 0;
+  int pmu_live = pmu && opf_pmu_n_open(pmu) > 0;
+  opf_pmu_snap sa, sb;
+  struct rusage ru0, ru1;
+  getrusage(RUSAGE_SELF, &ru0);
+  opf_alloc_stats_get(&a1);
+  double start = opf_now();
+  int n = 0;
+  for (;;) {
+    flush_caches(&fl);
+    if (pmu_live) opf_pmu_read(pmu, &sa);
+    double b = opf_now();
+    rc = call_batch(c, pass, k);
+    double e = opf_now();
+    if (pmu_live) opf_pmu_read(pmu, &sb);
+    if (rc) break;
+    r->samples[n++] = (e - b) / (double)k;
+    r->total_time += e - b;
+    for (size_t i = 0; pmu_live && i < nev; i++) {
+      double v, frac;
+      if (opf_pmu_delta(pmu, i, &sa, &sb, &v, &frac)) {
+        ev_sum[i] += v;
+        ev_run[i] += frac * (e - b);
+        ev_any[i] = 1;
+      }
+    }
+    double elapsed = opf_now() - start;
+    if (n >= cap) break;
+    if (n >= s->min_runs && r->total_time >= s->min_time) break;
+    if (elapsed >= s->max_time && n >= 3) break;
+  }
+  getrusage(RUSAGE_SELF, &ru1);
+  opf_alloc_stats_get(&a2);
+  if (rc) goto kernel_failed;
+
+  r->n_samples = n;
+  opf_stats_compute(r->samples, n, &r->time);
+  double calls = (double)n * (double)k;
+  r->call_alloc_bytes = (double)(a2.bytes_allocated - a1.bytes_allocated) / calls;
+  r->call_allocs = (double)(a2.n_allocs - a1.n_allocs) / calls;
+  r->peak_live_bytes = a2.peak_live_bytes;
+  r->max_rss_bytes = (uint64_t)ru1.ru_maxrss * 1024;
+  r->minor_faults = (double)(ru1.ru_minflt - ru0.ru_minflt) / calls;
+  r->major_faults = (double)(ru1.ru_majflt - ru0.ru_majflt) / calls;
+  for (size_t i = 0; i < nev && i < OPF_PMU_MAX_EVENTS; i++) {
+    opf_event_result *er = &r->events[i];
+    if (er->status == OPF_EV_NOT_SUPPORTED || er->status == OPF_EV_CONFIG_ERROR) continue;
+    if (!ev_any[i]) {
+      er->status = OPF_EV_NOT_COUNTED;
+      continue;
+    }
+    er->has_value = 1;
+    er->per_call = ev_sum[i] / calls;
+    er->running_pct = 100.0 * ev_run[i] / r->total_time;
+    er->status = er->running_pct >= 99.9 ? OPF_EV_COUNTED : OPF_EV_SCALED;
+  }
+  r->status = OPF_ST_OK;
+  free(fl.buf);
+  opf_case_release(c);
+  return OPF_OK;
+
+kernel_failed:
+  free(fl.buf);
+  r->status = OPF_ST_ERROR;
+  snprintf(r->message, sizeof r->message, "%s failed: %.480s", opf_pass_name(pass),
+           c->err.msg[0] ? c->err.msg : opf_strerror(rc));
+  opf_case_release(c);
+  return OPF_OK;
+}

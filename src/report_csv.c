@@ -1,0 +1,80 @@
+/* report_csv.c: CSV with one header line and stable column names (RFC 4180 quoting); one
+ * trailing column per requested counter, named "<event>_per_call". */
+#include <string.h>
+
+#include "report_impl.h"
+
+/* One CSV field followed by sep (',' or '\n'; 0 for none). */
+static void field(FILE *f, const char *s, char sep) {
+  if (strpbrk(s, ",\"\n")) {
+    fputc('"', f);
+    for (; *s; s++) {
+      if (*s == '"') fputc('"', f);
+      fputc(*s, f);
+    }
+    fputc('"', f);
+  } else {
+    fputs(s, f);
+  }
+  if (sep) fputc(sep, f);
+}
+
+static int csv_begin(opf_emitter *e) {
+  fputs("op,category,impl,set,dtype,pass,status,inputs,params,calls_per_sample,samples,"
+        "min_s,median_s,mean_s,p90_s,p99_s,max_s,stddev_s,cv,outliers,flops_per_call,"
+        "bytes_per_call,gflops_per_s,gb_per_s,setup_bytes,bytes_allocated_per_call,"
+        "allocations_per_call,peak_live_bytes,max_rss_bytes,minor_faults_per_call,message",
+        e->out);
+  for (int i = 0; i < e->ctx->n_events; i++) {
+    fputc(',', e->out);
+    char h[160];
+    snprintf(h, sizeof h, "%s_per_call", e->ctx->events[i].name);
+    field(e->out, h, 0);
+  }
+  fputc('\n', e->out);
+  return 0;
+}
+
+static int csv_record(opf_emitter *e, const opf_result *r) {
+  FILE *f = e->out;
+  char inputs[256];
+  opf_result_inputs(r, inputs, sizeof inputs);
+  field(f, r->op, ',');
+  field(f, r->category, ',');
+  field(f, r->impl, ',');
+  field(f, r->set, ',');
+  field(f, opf_dtype_name(r->dtype), ',');
+  field(f, opf_pass_name(r->pass), ',');
+  field(f, opf_status_name(r->status), ',');
+  field(f, inputs, ',');
+  field(f, r->params, ',');
+  if (r->status == OPF_ST_OK) {
+    fprintf(f, "%lld,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6g,%d,", (long long)r->batch,
+            r->n_samples, r->time.min, r->time.median, r->time.mean, r->time.p90, r->time.p99,
+            r->time.max, r->time.stddev, r->time.cv, r->time.outliers);
+  } else {
+    fputs(",,,,,,,,,,,", f);
+  }
+  fprintf(f, "%.9g,%.9g,", r->flops, r->bytes);
+  if (r->status == OPF_ST_OK)
+    fprintf(f, "%.6g,%.6g,%llu,%.6g,%.6g,%llu,%llu,%.6g,", opf_result_gflops(r), opf_result_gbps(r),
+            (unsigned long long)r->setup_bytes, r->call_alloc_bytes, r->call_allocs,
+            (unsigned long long)r->peak_live_bytes, (unsigned long long)r->max_rss_bytes,
+            r->minor_faults);
+  else
+    fputs(",,,,,,,,", f);
+  field(f, r->message, e->ctx->n_events ? ',' : '\n');
+  for (int i = 0; i < e->ctx->n_events; i++) {
+    const opf_event_result *ev = i < r->n_events ? &r->events[i] : NULL;
+    if (ev && ev->has_value) fprintf(f, "%.9g", ev->per_call);
+    fputc(i + 1 == e->ctx->n_events ? '\n' : ',', f);
+  }
+  return 0;
+}
+
+static int csv_end(opf_emitter *e) {
+  (void)e;
+  return 0;
+}
+
+const emitter_ops opf_emit_csv = {csv_begin, csv_record, csv_end, NULL};

@@ -1,0 +1,34 @@
+/* report_impl.h: the emitter object shared by the report back-ends (report_*.c). Each
+ * back-end renders into an in-memory stream; report.c writes it out atomically at the end. */
+#ifndef OPPERF_REPORT_IMPL_H
+#define OPPERF_REPORT_IMPL_H
+#include <stdio.h>
+
+#include "opperf/report.h"
+
+typedef struct emitter_ops {
+  int (*begin)(opf_emitter *e);
+  int (*record)(opf_emitter *e, const opf_result *r);
+  int (*end)(opf_emitter *e); /* render everything still pending into e->out */
+  void (*release)(opf_emitter *e);
+} emitter_ops;
+
+struct opf_emitter {
+  const emitter_ops *ops;
+  opf_format fmt;
+  char *path;                /* NULL: stdout */
+  const opf_context *ctx;
+  FILE *out;                 /* memory stream */
+  char *buf;
+  size_t len;
+  void *priv;
+};
+
+extern const emitter_ops opf_emit_table, opf_emit_md, opf_emit_json, opf_emit_csv;
+
+/* Shared by back-ends: input shapes "1024x1024, 1x1024". */
+void opf_result_inputs(const opf_result *r, char *buf, size_t n);
+/* Derived throughput from the median time; 0 when not applicable. */
+double opf_result_gflops(const opf_result *r);
+double opf_result_gbps(const opf_result *r);
+#endif

@@ -1,0 +1,148 @@
+/* report_text.c: the human table (aligned, with units) and the Markdown report. Both need
+ * every record before laying out columns, so records are kept until the end. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "report_impl.h"
+#include "textable.h"
+
+typedef struct {
+  opf_result *rows;
+  int n, cap;
+} text_priv;
+
+static int text_begin(opf_emitter *e) {
+  e->priv = calloc(1, sizeof(text_priv));
+  return e->priv ? 0 : -1;
+}
+
+static int text_record(opf_emitter *e, const opf_result *r) {
+  text_priv *p = e->priv;
+  if (p->n == p->cap) {
+    int cap = p->cap ? p->cap * 2 : 64;
+    opf_result *rows = realloc(p->rows, sizeof *rows * (size_t)cap);
+    if (!rows) return -1;
+    p->rows = rows;
+    p->cap = cap;
+  }
+  p->rows[p->n] = *r;
+  p->rows[p->n].samples = NULL; /* not needed for a table */
+  p->n++;
+  return 0;
+}
+
+static void text_release(opf_emitter *e) {
+  text_priv *p = e->priv;
+  if (p) free(p->rows);
+  free(p);
+}
+
+/* Events measured in nanoseconds by the kernel (software clocks) print as times. */
+static int is_time_event(const char *name) { return strstr(name, "clock") != NULL; }
+
+static void print_header(const opf_emitter *e, FILE *f, int md) {
+  const opf_context *c = e->ctx;
+  const opf_settings *s = &c->settings;
+  fprintf(f, "%sopperf %s (%s) on %s, %d CPUs; %d threads%s%s; %s cache; seed %llu\n",
+          md ? "**" : "", c->tool_version, c->git_hash, c->cpu_model, c->cpus_online, s->threads,
+          s->cpus[0] ? ", pinned to " : "", s->cpus, s->cache == OPF_CACHE_COLD ? "cold" : "warm",
+          (unsigned long long)s->seed);
+  if (md) fprintf(f, "**\n\n");
+  int hw_missing = 0;
+  for (int i = 0; i < c->n_events; i++) {
+    const opf_pmu_event *ev = &c->events[i];
+    if (ev->status == OPF_EV_NOT_SUPPORTED || ev->status == OPF_EV_CONFIG_ERROR) {
+      fprintf(f, "%scounter %s: %s (%s)\n", md ? "- " : "", ev->name,
+              opf_ev_status_name(ev->status), ev->reason);
+      hw_missing = 1;
+    }
+  }
+  if (hw_missing)
+    fprintf(f, "%sno value is shown for these counters; software events still work%s\n",
+            md ? "- " : "", md ? "" : " (see `opperf run --events sw`)");
+  fputc('\n', f);
+}
+
+static int text_render(opf_emitter *e, int md) {
+  text_priv *p = e->priv;
+  const opf_context *ctx = e->ctx;
+  enum { C_OP, C_DT, C_PASS, C_IN, C_PAR, C_MED, C_MIN, C_P90, C_CV, C_N, C_GF, C_GB, C_ALLOC,
+         C_PEAK, C_EV0 };
+  int nev = ctx->n_events, ncol = C_EV0 + nev + 1, c_note = C_EV0 + nev;
+  opf_textable *t = opf_textable_new(ncol);
+  if (!t) return -1;
+  opf_textable_header(t, C_OP, "op", 0);
+  opf_textable_header(t, C_DT, "dtype", 0);
+  opf_textable_header(t, C_PASS, "pass", 0);
+  opf_textable_header(t, C_IN, "inputs", 0);
+  opf_textable_header(t, C_PAR, "params", 0);
+  opf_textable_header(t, C_MED, "median", 1);
+  if (!md) {
+    opf_textable_header(t, C_MIN, "min", 1);
+    opf_textable_header(t, C_P90, "p90", 1);
+  }
+  opf_textable_header(t, C_CV, "cv", 1);
+  if (!md) opf_textable_header(t, C_N, "samples", 1);
+  opf_textable_header(t, C_GF, "GFLOP/s", 1);
+  opf_textable_header(t, C_GB, "GB/s", 1);
+  if (!md) {
+    opf_textable_header(t, C_ALLOC, "alloc/call", 1);
+    opf_textable_header(t, C_PEAK, "peak mem", 1);
+  }
+  for (int i = 0; i < nev; i++) {
+    const opf_pmu_event *ev = &ctx->events[i];
+    if (ev->status == OPF_EV_NOT_SUPPORTED || ev->status == OPF_EV_CONFIG_ERROR) continue;
+    char h[160];
+    snprintf(h, sizeof h, "%s/call", ev->name);
+    opf_textable_header(t, C_EV0 + i, h, 1);
+  }
+  opf_textable_header(t, c_note, "status", 0);
+  for (int k = 0; k < p->n; k++) {
+    const opf_result *r = &p->rows[k];
+    char b[64], inputs[256];
+    if (opf_textable_row(t)) break;
+    opf_result_inputs(r, inputs, sizeof inputs);
+    opf_textable_cell(t, C_OP, "%s", r->op);
+    opf_textable_cell(t, C_DT, "%s", opf_dtype_name(r->dtype));
+    opf_textable_cell(t, C_PASS, "%s", opf_pass_name(r->pass));
+    opf_textable_cell(t, C_IN, "%s", inputs);
+    opf_textable_cell(t, C_PAR, "%s", r->params);
+    if (r->status != OPF_ST_OK) {
+      opf_textable_cell(t, c_note, "%s: %s", opf_status_name(r->status), r->message);
+      continue;
+    }
+    opf_textable_cell(t, C_MED, "%s", opf_fmt_time(r->time.median, b, sizeof b));
+    opf_textable_cell(t, C_MIN, "%s", opf_fmt_time(r->time.min, b, sizeof b));
+    opf_textable_cell(t, C_P90, "%s", opf_fmt_time(r->time.p90, b, sizeof b));
+    opf_textable_cell(t, C_CV, "%.1f%%", 100 * r->time.cv);
+    opf_textable_cell(t, C_N, "%dx%lld", r->n_samples, (long long)r->batch);
+    if (opf_result_gflops(r) > 0) opf_textable_cell(t, C_GF, "%.2f", opf_result_gflops(r));
+    if (opf_result_gbps(r) > 0) opf_textable_cell(t, C_GB, "%.2f", opf_result_gbps(r));
+    opf_textable_cell(t, C_ALLOC, "%s", opf_fmt_bytes(r->call_alloc_bytes, b, sizeof b));
+    opf_textable_cell(t, C_PEAK, "%s", opf_fmt_bytes((double)r->peak_live_bytes, b, sizeof b));
+    for (int i = 0; i < r->n_events && i < nev; i++) {
+      const opf_event_result *ev = &r->events[i];
+      if (!ev->has_value) {
+        if (ev->status == OPF_EV_NOT_COUNTED) opf_textable_cell(t, C_EV0 + i, "not counted");
+        continue;
+      }
+      const char *mark = ev->status == OPF_EV_SCALED ? " (scaled)" : "";
+      if (is_time_event(ev->name))
+        opf_textable_cell(t, C_EV0 + i, "%s%s", opf_fmt_time(ev->per_call * 1e-9, b, sizeof b), mark);
+      else
+        opf_textable_cell(t, C_EV0 + i, "%.4g%s", ev->per_call, mark);
+    }
+    opf_textable_cell(t, c_note, "ok%s%s", r->time.outliers ? ", outliers: " : "",
+                      r->time.outliers ? (snprintf(b, sizeof b, "%d", r->time.outliers), b) : "");
+  }
+  print_header(e, e->out, md);
+  opf_textable_print(t, e->out, md);
+  opf_textable_free(t);
+  return 0;
+}
+
+static int table_end(opf_emitter *e) { return text_render(e, 0); }
+static int md_end(opf_emitter *e) { return text_render(e, 1); }
+
+const emitter_ops opf_emit_table = {text_begin, text_record, table_end, text_release};
+const emitter_ops opf_emit_md = {text_begin, text_record, md_end, text_release};
