@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# test_cli.sh: runs the real `opperf` binary ($OPPERF): every subcommand's -h, --version, a
+# small run in every format (JSON must parse), custom cases and config files, and bad inputs:
+# each must print one clear line, exit 2, leave no output file, and never crash.
+set -u
+OPPERF=${OPPERF:-./build/opperf}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+quick=(--warmup 0.001 --min-time 0.005 --sample-time 0.0005 --runs 3)
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# expect CODE NEEDLE -- args...: exit status CODE, stderr contains NEEDLE, one line only.
+expect() {
+  local code=$1 needle=$2
+  shift 3
+  "$OPPERF" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  [ "$rc" -eq "$code" ] || { fail "opperf $* exited $rc, expected $code: $(cat "$tmp/err")"; return; }
+  if [ -n "$needle" ]; then
+    grep -qF -- "$needle" "$tmp/err" || fail "opperf $*: stderr lacks '$needle': $(cat "$tmp/err")"
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "opperf $*: expected a one-line message, got: $(cat "$tmp/err")"
+  fi
+}
+
+# --- help and version -------------------------------------------------------------------
+expect 0 "" -- --version
+grep -q '^opperf [0-9]' "$tmp/out" || fail "--version output: $(cat "$tmp/out")"
+for cmd in list describe run; do
+  expect 0 "" -- "$cmd" -h
+  grep -q "usage: opperf $cmd" "$tmp/out" || fail "$cmd -h prints no usage"
+done
+expect 0 "" -- -h
+expect 2 "unknown command 'frobnicate'" -- frobnicate
+
+# --- list and describe ------------------------------------------------------------------
+expect 0 "" -- list
+grep -q '^relu ' "$tmp/out" || fail "list lacks relu"
+expect 0 "" -- list --category nn
+grep -q 'nn\.activation' "$tmp/out" || fail "list --category nn lacks nn.activation"
+! grep -q ' binary ' "$tmp/out" || fail "list --category nn shows a binary operator"
+expect 2 "no operator in category 'nosuch'" -- list --category nosuch
+expect 0 "" -- describe relu
+grep -q 'shape sets' "$tmp/out" || fail "describe relu lacks shape sets"
+expect 2 "did you mean 'relu'?" -- describe rleu
+
+# --- runs ---------------------------------------------------------------------------------
+expect 0 "" -- run relu --shapes small "${quick[@]}" --format table,json=$tmp/r.json,csv=$tmp/r.csv,md=$tmp/r.md
+grep -q 'median' "$tmp/out" || fail "table lacks the median column"
+python3 - "$tmp/r.json" <<'PY' || fail "JSON report invalid or incomplete"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["schema_version"] == 1
+c = d["context"]
+for k in ("tool", "host", "perf", "blas", "timer", "settings", "timestamp"):
+    assert k in c, k
+res = d["results"]
+assert len(res) >= 3 * 2, len(res)          # 3 small entries x (fwd, bwd)
+for r in res:
+    assert r["status"] == "ok", r
+    t = r["time"]
+    assert t["samples"] == 3 and len(t["raw"]) == 3
+    assert t["min"] <= t["median"] <= t["max"]
+    assert "memory" in r and r["memory"]["peak_live_bytes"] > 0
+    names = [e["name"] for e in r["counters"]]
+    assert "task-clock" in names, names
+PY
+head -1 "$tmp/r.csv" | grep -q '^op,category,impl,set,dtype,pass,status,' || fail "CSV header"
+[ "$(wc -l <"$tmp/r.csv")" -ge 7 ] || fail "CSV rows"
+grep -q '^| op' "$tmp/r.md" || fail "Markdown table"
+
+# -o with one format writes exactly that file; nothing else appears
+expect 0 "" -- run relu --shapes small --pass fwd "${quick[@]}" --format json -o "$tmp/only.json"
+python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$tmp/only.json" || fail "-o JSON invalid"
+[ -z "$(ls "$tmp" | grep -v -E '^(r\.|only\.json|out|err)')" ] || fail "stray files: $(ls "$tmp")"
+
+# custom cases: --input replaces the shape sets; --param applies; --dry-run lists
+expect 0 "" -- run relu --input x=3x5 --pass fwd --dry-run
+grep -q 'x=3x5' "$tmp/out" || fail "dry run lacks the custom case"
+grep -q '^1 cases' "$tmp/out" || fail "dry run count: $(cat "$tmp/out")"
+expect 0 "" -- run relu --input x=3x5 --pass both "${quick[@]}"
+grep -q 'both' "$tmp/out" || fail "--pass both row missing"
+
+# config file
+cat >"$tmp/ok.json" <<'JSON'
+[{"op": "relu", "inputs": {"x": [7, 9]}, "dtype": "float64"},
+ {"op": "relu", "inputs": {"x": "2x3"}}]
+JSON
+expect 0 "" -- run --config "$tmp/ok.json" --pass fwd "${quick[@]}" --format csv
+[ "$(grep -c '^relu,' "$tmp/out")" -eq 2 ] || fail "config cases: $(cat "$tmp/out")"
+grep -q '7x9' "$tmp/out" || fail "config shape from a list"
+
+# counters: software events count; an unsupported hardware event is reported, not faked
+expect 0 "" -- run relu --input x=64x64 --pass fwd "${quick[@]}" --events sw,cycles --format json -o "$tmp/ev.json"
+python3 - "$tmp/ev.json" <<'PY' || fail "counter statuses"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = {e["name"]: e for e in d["results"][0]["counters"]}
+assert ev["task-clock"]["status"] in ("counted", "scaled") and ev["task-clock"]["per_call"] > 0
+c = ev["cycles"]
+if c["status"] == "not supported":          # this VM: no hardware PMU
+    assert "per_call" not in c and c.get("reason"), c
+else:                                       # a machine with a PMU
+    assert c["per_call"] > 0, c
+PY
+
+# --- bad input: one line, exit 2, no output file, no crash -------------------------------
+out="$tmp/bad.json"
+bad() { expect 2 "$1" -- "${@:2}" -o "$out"; [ ! -e "$out" ] || fail "output file written for: ${*:2}"; }
+bad "unknown operator 'rleu'; did you mean 'relu'?" run rleu
+bad "unknown operator or category 'zzzzzz'" run zzzzzz
+bad "malformed shape '12xab'" run relu --input x=12xab
+bad "has no input or param 'y'" run relu --input y=3x3
+bad "cannot be broadcast" run add --input a=3x4 --input b=5x6
+bad "unknown event 'cycels'" run relu --events cycels
+bad "only" run relu --input x=100000000x100000000
+bad "absurdly large" run relu --input x=99999999999999999999
+printf '[{"op": "relu", "inputs": {"x": "3x3"}' >"$tmp/broken.json"
+bad "not valid JSON (near line 1)" run --config "$tmp/broken.json"
+printf '[{"op": "relu", "shapes": {}}]' >"$tmp/field.json"
+bad "unknown field \"shapes\"" run --config "$tmp/field.json"
+printf '{"cases": []}' >"$tmp/empty.json"
+bad "expected a non-empty list of cases" run --config "$tmp/empty.json"
+bad "does not support dtype int32" run relu --dtype int32
+bad "unknown dtype 'float16'" run relu --dtype float16
+bad "unknown pass 'sideways'" run relu --pass sideways
+bad "unknown shape set 'medium'" run relu --shapes medium
+bad "unknown format 'xml'" run relu --format xml
+bad "--threads needs a count" run relu --threads 0
+bad "--cache must be warm or cold" run relu --cache tepid
+bad "this machine has CPUs" run relu --cpu 4096
+bad "--param expects NAME=VALUE" run relu --param oops
+bad "unknown option" run relu --frobnicate
+expect 2 "needs a value" -- run relu --threads
+expect 2 "cannot read config" -- run --config "$tmp/nope.json"
+
+if [ "$fails" -ne 0 ]; then
+  echo "$fails CLI check(s) failed"
+  exit 1
+fi
+echo "all CLI checks passed"
