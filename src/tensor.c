@@ -29,9 +29,16 @@ int opf_dtype_parse(const char *s) {
   return -1;
 }
 
+/* Saturating product: absurd user shapes must give a huge number, not undefined behaviour;
+ * the allocation checks (opf_tensor_bytes) then reject them. */
+static int64_t mul_sat(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
 int64_t opf_shape_numel(int ndim, const int64_t *shape) {
   int64_t n = 1;
-  for (int i = 0; i < ndim; i++) n *= shape[i];
+  for (int i = 0; i < ndim; i++) n = mul_sat(n, shape[i]);
   return n;
 }
 int64_t opf_numel(const opf_tensor *t) { return opf_shape_numel(t->ndim, t->shape); }
@@ -43,7 +50,7 @@ void opf_tensor_set_shape(opf_tensor *t, opf_dtype d, int ndim, const int64_t *s
   for (int i = ndim - 1; i >= 0; i--) {
     t->shape[i] = shape[i];
     t->strides[i] = s;
-    s *= shape[i];
+    s = mul_sat(s, shape[i]);
   }
 }
 
