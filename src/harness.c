@@ -236,15 +236,16 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
   int n = 0;
   for (;;) {
     flush_caches(&fl);
-    if (pmu_live) opf_pmu_read(pmu, &sa);
+    /* A failed snapshot read leaves partial values: such a sample gets no counter deltas. */
+    int snap_ok = pmu_live && opf_pmu_read(pmu, &sa) == OPF_OK;
     double b = opf_now();
     rc = call_batch(c, pass, k);
     double e = opf_now();
-    if (pmu_live) opf_pmu_read(pmu, &sb);
+    snap_ok = snap_ok && opf_pmu_read(pmu, &sb) == OPF_OK;
     if (rc) break;
     r->samples[n++] = (e - b) / (double)k;
     r->total_time += e - b;
-    for (size_t i = 0; pmu_live && i < nev; i++) {
+    for (size_t i = 0; snap_ok && i < nev; i++) {
       double v, frac;
       if (opf_pmu_delta(pmu, i, &sa, &sb, &v, &frac)) {
         ev_sum[i] += v;

@@ -27,9 +27,9 @@ enum { T_HARDWARE = 0, T_SOFTWARE = 1, T_HW_CACHE = 3, T_RAW = 4 }; /* kernel AB
  * the kernel and expresses the privilege level through exclude_kernel/exclude_user instead,
  * so attr.config = codes[0] & ~0x530000 (0x510000 for ":u"), and attr.type = PERF_TYPE_RAW for
  * x86 core PMUs. Extra registers (codes[1], e.g. the FRONTEND_RETIRED MSR) go to config1.
- * Names marked [t] are not in validate_x86.c and come from the event tables: Intel SDM event
- * list for Skylake (INST_RETIRED.ANY_P = event C0H umask 00H, L1D.REPLACEMENT = 51H/01H) and
- * libpfm4's amd64_events_fam19h_zen3.h (RETIRED_INSTRUCTIONS = 0xc0). libpfm4 4.13 (Debian 12)
+ * Names marked [t] are not in validate_x86.c; their codes are the vendors' event tables: Intel's
+ * Skylake event list (INST_RETIRED.ANY_P = event C0H umask 00H, L1D.REPLACEMENT = 51H umask
+ * 01H) and AMD's family 19h PPR (Retired Instructions = PMCx0C0). libpfm4 4.13 (Debian 12)
  * produced exactly these values when this test was written. */
 static const struct golden {
   const char *name;
@@ -41,7 +41,8 @@ static const struct golden {
     {"skl::L1D:REPLACEMENT", T_RAW, 0x151, 0, 0, 1},                        /* [t] */
     {"skl::MEM_LOAD_RETIRED:L3_MISS", T_RAW, 0x20d1, 0, 0, 1},              /* [v] 0x5320d1 */
     {"skl::uops_dispatched_port:port_0", T_RAW, 0x1a1, 0, 0, 1},            /* [v] 0x5301a1 */
-    {"skl::dtlb_store_misses:walk_completed_2m_4m:c=1", T_RAW, 0x1000449, 0, 0, 1}, /* [v] 0x1530449 */
+    /* [v] 0x1530449 */
+    {"skl::dtlb_store_misses:walk_completed_2m_4m:c=1", T_RAW, 0x1000449, 0, 0, 1},
     {"skl::cycle_activity:0x6:c=6", T_RAW, 0x60006a3, 0, 0, 1},             /* [v] 0x65306a3 */
     {"skl::FRONTEND_RETIRED:DSB_MISS", T_RAW, 0x1c6, 0x11, 0, 1},           /* [v] 0x5301c6, 0x11 */
     {"skl::FRONTEND_RETIRED:L2_MISS:u", T_RAW, 0x1c6, 0x13, 0, 1},          /* [v] 0x5101c6, 0x13 */
@@ -49,9 +50,12 @@ static const struct golden {
     {"amd64_fam19h_zen3::RETIRED_INSTRUCTIONS", T_RAW, 0xc0, 0, 0, 1},      /* [t] */
     {"amd64_fam19h_zen3::retired_ops", T_RAW, 0xc1, 0, 0, 1},               /* [v] 0x5300c1 */
     {"amd64_fam19h_zen3::cycles_not_in_halt", T_RAW, 0x76, 0, 0, 1},        /* [v] 0x530076 */
-    {"amd64_fam19h_zen3::RETIRED_FUSED_INSTRUCTIONS", T_RAW, 0x1000000d0, 0, 0, 1}, /* [v] 0x1005300d0 */
-    {"amd64_fam19h_zen3::L1_DTLB_MISS:TLB_RELOAD_1G_L2_HIT:u", T_RAW, 0x845, 0, 0, 1}, /* [v] 0x510845 */
-    {"amd64_fam19h_zen3::RETIRED_SSE_AVX_FLOPS:MULT_FLOPS:u", T_RAW, 0x203, 0, 0, 1},  /* [v] 0x510203 */
+    /* [v] 0x1005300d0: AMD keeps event-select bits 11:8 at 35:32 */
+    {"amd64_fam19h_zen3::RETIRED_FUSED_INSTRUCTIONS", T_RAW, 0x1000000d0, 0, 0, 1},
+    /* [v] 0x510845 */
+    {"amd64_fam19h_zen3::L1_DTLB_MISS:TLB_RELOAD_1G_L2_HIT:u", T_RAW, 0x845, 0, 0, 1},
+    /* [v] 0x510203 */
+    {"amd64_fam19h_zen3::RETIRED_SSE_AVX_FLOPS:MULT_FLOPS:u", T_RAW, 0x203, 0, 0, 1},
     {"amd64_fam17h_zen2::retired_uops", T_RAW, 0xc1, 0, 0, 1},              /* [v] 0x5300c1 */
     /* ":k" gives kernel only: the privilege level moves to the exclude bits, not config */
     {"skl::INST_RETIRED:ANY_P:k", T_RAW, 0xc0, 0, 1, 0},
