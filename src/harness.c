@@ -82,11 +82,12 @@ int opf_runtime_setup(const opf_settings *s, opf_err *err) {
   omp_set_num_threads(s->threads);
   openblas_set_num_threads(s->threads);
   /* Create the OpenMP pool now (OpenBLAS's OpenMP build shares it) so that counters opened
-   * afterwards on every thread of the process cover the workers. */
+   * afterwards on every thread of the process cover the workers. (An empty region is
+   * optimised away and creates no thread: each thread must do something observable.) */
+  static volatile int started;
 #pragma omp parallel
-  {
-    (void)0;
-  }
+  started = omp_get_thread_num();
+  (void)started;
   return OPF_OK;
 }
 

@@ -2,7 +2,9 @@
  * clear messages), the descriptor self-check, and the harness on private test operators:
  * batch calibration, statuses for failing kernels and missing backward passes, memory figures. */
 #include <math.h>
+#include <omp.h>
 #include <setjmp.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
@@ -191,10 +193,53 @@ static void test_measure_statuses(void **state) {
   opf_result_release(&r);
 }
 
+static double thread_cpu(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Counters opened after opf_runtime_setup must cover the OpenMP workers: task-clock over a
+ * parallel region is compared with the CPU time each thread measures for itself, so the check
+ * holds however loaded the machine is (wall time would not). */
+static void test_counters_cover_omp_workers(void **state) {
+  (void)state;
+  opf_settings s;
+  opf_settings_default(&s);
+  s.threads = 2;
+  opf_err e;
+  opf_pmu *p;
+  assert_int_equal(opf_runtime_setup(&s, &e), OPF_OK);
+  assert_int_equal(opf_pmu_create(&p, "task-clock", NULL, &e), OPF_OK);
+  assert_int_equal(opf_pmu_open(p, &e), OPF_OK);
+  opf_pmu_snap a, b;
+  double cpu[2] = {0, 0};
+  assert_int_equal(opf_pmu_read(p, &a), OPF_OK);
+#pragma omp parallel num_threads(2)
+  {
+    double t0 = thread_cpu(), t;
+    volatile double x = 0;
+    do {
+      for (int i = 0; i < 10000; i++) x += i;
+      t = thread_cpu();
+    } while (t - t0 < 0.03);
+    cpu[omp_get_thread_num()] = t - t0;
+  }
+  assert_int_equal(opf_pmu_read(p, &b), OPF_OK);
+  double v, frac;
+  assert_int_equal(opf_pmu_delta(p, 0, &a, &b, &v, &frac), 1);
+  assert_true(cpu[0] >= 0.03 && cpu[1] >= 0.03); /* both threads really ran */
+  if (!(v * 1e-9 >= 0.9 * (cpu[0] + cpu[1])))
+    fail_msg("task-clock %.1f ms covers less than the threads' own CPU time %.1f + %.1f ms",
+             v * 1e-6, cpu[0] * 1e3, cpu[1] * 1e3);
+  opf_pmu_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_spec_params), cmocka_unit_test(test_spec_errors),
       cmocka_unit_test(test_validate), cmocka_unit_test(test_measure_ok),
-      cmocka_unit_test(test_measure_per_call_alloc), cmocka_unit_test(test_measure_statuses)};
+      cmocka_unit_test(test_measure_per_call_alloc), cmocka_unit_test(test_measure_statuses),
+      cmocka_unit_test(test_counters_cover_omp_workers)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
