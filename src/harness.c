@@ -204,7 +204,7 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
   /* Warm-up, which also estimates the time per call for the batch size. */
   int64_t wcalls = 0;
   double t0 = opf_now(), t = t0;
-  while (!rc && (wcalls == 0 || t - t0 < s->warmup)) {
+  while (!rc && (wcalls == 0 || (s->warmup_calls > 0 ? wcalls < s->warmup_calls : t - t0 < s->warmup))) {
     rc = opf_case_call(c, pass);
     wcalls++;
     t = opf_now();
@@ -212,7 +212,9 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
   if (rc) goto kernel_failed;
   double est = (t - t0) / (double)wcalls;
   int64_t k = 1;
-  if (s->cache == OPF_CACHE_WARM && est > 0 && est < s->sample_time) {
+  if (s->batch > 0) {
+    k = s->cache == OPF_CACHE_WARM ? s->batch : 1;
+  } else if (s->cache == OPF_CACHE_WARM && est > 0 && est < s->sample_time) {
     k = (int64_t)ceil(s->sample_time / est);
     if (k > 1000000) k = 1000000;
   }
@@ -233,15 +235,18 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
   struct rusage ru0, ru1;
   getrusage(RUSAGE_SELF, &ru0);
   opf_alloc_stats_get(&a1);
+  const opf_region_hooks *hk = s->hooks;
   double start = opf_now();
   int n = 0;
   for (;;) {
     flush_caches(&fl);
     /* A failed snapshot read leaves partial values: such a sample gets no counter deltas. */
     int snap_ok = pmu_live && opf_pmu_read(pmu, &sa) == OPF_OK;
+    if (hk && hk->sample_begin) hk->sample_begin(hk->ctx);
     double b = opf_now();
     rc = call_batch(c, pass, k);
     double e = opf_now();
+    if (hk && hk->sample_end) hk->sample_end(hk->ctx);
     snap_ok = snap_ok && opf_pmu_read(pmu, &sb) == OPF_OK;
     if (rc) break;
     r->samples[n++] = (e - b) / (double)k;
@@ -285,6 +290,7 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
     er->status = er->running_pct >= 99.9 ? OPF_EV_COUNTED : OPF_EV_SCALED;
   }
   r->status = OPF_ST_OK;
+  if (hk && hk->case_end) hk->case_end(hk->ctx, r);
   free(fl.buf);
   opf_case_release(c);
   return OPF_OK;

@@ -43,6 +43,16 @@ int opf_stats_compute(const double *x, int n, opf_stats *s);
 typedef enum opf_cache_mode { OPF_CACHE_WARM = 0, OPF_CACHE_COLD = 1 } opf_cache_mode;
 typedef enum opf_alloc_mode { OPF_ALLOC_SETUP = 0, OPF_ALLOC_PER_CALL = 1 } opf_alloc_mode;
 
+/* Hooks around the measured region (callgrind client requests, perf record control): called
+ * right around each sample's calls (not around warm-up, calibration or counter reads), and
+ * once when a case's measurement ends. Any member may be NULL. */
+typedef struct opf_region_hooks {
+  void (*sample_begin)(void *ctx);
+  void (*sample_end)(void *ctx);
+  void (*case_end)(void *ctx, const struct opf_result *r);
+  void *ctx;
+} opf_region_hooks;
+
 typedef struct opf_settings {
   double warmup;      /* seconds of warm-up calls (at least one call) */
   double min_time;    /* measure at least this many seconds per case and pass */
@@ -56,6 +66,9 @@ typedef struct opf_settings {
   opf_alloc_mode alloc;
   uint64_t seed;
   char events[512];   /* counter list given to opf_pmu_create */
+  int64_t batch;      /* calls per sample; 0 calibrates from the warm-up */
+  int warmup_calls;   /* > 0: exactly this many warm-up calls instead of warmup seconds */
+  const opf_region_hooks *hooks; /* NULL: none */
 } opf_settings;
 void opf_settings_default(opf_settings *s);
 
@@ -86,7 +99,8 @@ typedef struct opf_event_result {
   double running_pct;   /* share of the measured time the event was counting */
 } opf_event_result;
 
-typedef struct opf_result {
+typedef struct opf_result opf_result;
+struct opf_result {
   char op[64];
   char category[32];
   char impl[16];
@@ -118,7 +132,7 @@ typedef struct opf_result {
   /* counters */
   int n_events;
   opf_event_result events[OPF_PMU_MAX_EVENTS];
-} opf_result;
+};
 void opf_result_release(opf_result *r);
 
 /* Measure one pass of an initialised (not yet allocated) case; fills r. The case is

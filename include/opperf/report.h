@@ -38,6 +38,11 @@ typedef struct opf_context {
   char timestamp[32];        /* ISO 8601 UTC */
   char command[512];         /* the command line, for reproduction */
   opf_settings settings;
+  int n_overhead;            /* harness cost per sample on an empty operator */
+  struct {
+    char what[32];           /* "timer", "sw", "core", ... */
+    double per_sample_s;
+  } overhead[8];
   int n_events;              /* counters requested, and whether they opened */
   opf_pmu_event events[OPF_PMU_MAX_EVENTS];
 } opf_context;
