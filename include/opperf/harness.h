@@ -43,13 +43,15 @@ int opf_stats_compute(const double *x, int n, opf_stats *s);
 typedef enum opf_cache_mode { OPF_CACHE_WARM = 0, OPF_CACHE_COLD = 1 } opf_cache_mode;
 typedef enum opf_alloc_mode { OPF_ALLOC_SETUP = 0, OPF_ALLOC_PER_CALL = 1 } opf_alloc_mode;
 
+typedef struct opf_result opf_result;
+
 /* Hooks around the measured region (callgrind client requests, perf record control): called
  * right around each sample's calls (not around warm-up, calibration or counter reads), and
  * once when a case's measurement ends. Any member may be NULL. */
 typedef struct opf_region_hooks {
   void (*sample_begin)(void *ctx);
   void (*sample_end)(void *ctx);
-  void (*case_end)(void *ctx, const struct opf_result *r);
+  void (*case_end)(void *ctx, const opf_result *r);
   void *ctx;
 } opf_region_hooks;
 
@@ -99,7 +101,6 @@ typedef struct opf_event_result {
   double running_pct;   /* share of the measured time the event was counting */
 } opf_event_result;
 
-typedef struct opf_result opf_result;
 struct opf_result {
   char op[64];
   char category[32];
