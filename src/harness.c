@@ -161,6 +161,8 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
     const opf_pmu_event *e = opf_pmu_event_at(pmu, i);
     opf_event_result *er = &r->events[r->n_events++];
     snprintf(er->name, sizeof er->name, "%s", e->name);
+    const char *kind = opf_pmu_kind(e->type, e->config);
+    snprintf(er->kind, sizeof er->kind, "%s", e->fstr[0] && kind ? kind : "");
     er->status = e->status;
     er->group = e->group;
     er->err = e->err;

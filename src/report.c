@@ -53,13 +53,6 @@ void opf_result_inputs(const opf_result *r, char *buf, size_t n) {
       off += snprintf(buf + off, n - off, "%s%s", off ? ", " : "", r->tensors[i].shape);
 }
 
-double opf_result_gflops(const opf_result *r) {
-  return r->status == OPF_ST_OK && r->time.median > 0 && r->flops > 0 ? r->flops / r->time.median / 1e9 : 0;
-}
-double opf_result_gbps(const opf_result *r) {
-  return r->status == OPF_ST_OK && r->time.median > 0 && r->bytes > 0 ? r->bytes / r->time.median / 1e9 : 0;
-}
-
 int opf_write_atomic(const char *path, const void *data, size_t n, opf_err *err) {
   char *tmp = NULL;
   if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0) return opf_err_set(err, OPF_ENOMEM, "out of memory");

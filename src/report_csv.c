@@ -22,9 +22,10 @@ static void field(FILE *f, const char *s, char sep) {
 static int csv_begin(opf_emitter *e) {
   fputs("op,category,impl,set,dtype,pass,status,inputs,params,calls_per_sample,samples,"
         "min_s,median_s,mean_s,p90_s,p99_s,max_s,stddev_s,cv,outliers,flops_per_call,"
-        "bytes_per_call,gflops_per_s,gb_per_s,setup_bytes,bytes_allocated_per_call,"
+        "bytes_per_call,setup_bytes,bytes_allocated_per_call,"
         "allocations_per_call,peak_live_bytes,max_rss_bytes,minor_faults_per_call,message",
         e->out);
+  for (int m = 0; m < opf_metric_count(); m++) fprintf(e->out, ",%s", opf_metric_at(m)->name);
   for (int i = 0; i < e->ctx->n_events; i++) {
     fputc(',', e->out);
     char h[160];
@@ -57,13 +58,18 @@ static int csv_record(opf_emitter *e, const opf_result *r) {
   }
   fprintf(f, "%.9g,%.9g,", r->flops, r->bytes);
   if (r->status == OPF_ST_OK)
-    fprintf(f, "%.6g,%.6g,%llu,%.6g,%.6g,%llu,%llu,%.6g,", opf_result_gflops(r), opf_result_gbps(r),
-            (unsigned long long)r->setup_bytes, r->call_alloc_bytes, r->call_allocs,
+    fprintf(f, "%llu,%.6g,%.6g,%llu,%llu,%.6g,", (unsigned long long)r->setup_bytes, r->call_alloc_bytes, r->call_allocs,
             (unsigned long long)r->peak_live_bytes, (unsigned long long)r->max_rss_bytes,
             r->minor_faults);
   else
-    fputs(",,,,,,,,", f);
-  field(f, r->message, e->ctx->n_events ? ',' : '\n');
+    fputs(",,,,,,", f);
+  field(f, r->message, 0);
+  for (int m = 0; m < opf_metric_count(); m++) {
+    double v;
+    fputc(',', f);
+    if (opf_metric_value(r, m, &v)) fprintf(f, "%.6g", v);
+  }
+  fputc(e->ctx->n_events ? ',' : '\n', f);
   for (int i = 0; i < e->ctx->n_events; i++) {
     const opf_event_result *ev = i < r->n_events ? &r->events[i] : NULL;
     if (ev && ev->has_value) fprintf(f, "%.9g", ev->per_call);

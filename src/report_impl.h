@@ -4,6 +4,7 @@
 #define OPPERF_REPORT_IMPL_H
 #include <stdio.h>
 
+#include "opperf/metrics.h"
 #include "opperf/report.h"
 
 typedef struct emitter_ops {
@@ -28,7 +29,4 @@ extern const emitter_ops opf_emit_table, opf_emit_md, opf_emit_json, opf_emit_cs
 
 /* Shared by back-ends: input shapes "1024x1024, 1x1024". */
 void opf_result_inputs(const opf_result *r, char *buf, size_t n);
-/* Derived throughput from the median time; 0 when not applicable. */
-double opf_result_gflops(const opf_result *r);
-double opf_result_gbps(const opf_result *r);
 #endif

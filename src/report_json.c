@@ -131,8 +131,6 @@ static int json_record(opf_emitter *e, const opf_result *r) {
     cJSON_AddNumberToObject(t, "outliers", r->time.outliers);
     cJSON_AddNumberToObject(t, "measured_s", r->total_time);
     cJSON_AddItemToObject(t, "raw", cJSON_CreateDoubleArray(r->samples, r->n_samples));
-    if (opf_result_gflops(r) > 0) cJSON_AddNumberToObject(model, "gflops_per_s", opf_result_gflops(r));
-    if (opf_result_gbps(r) > 0) cJSON_AddNumberToObject(model, "gb_per_s", opf_result_gbps(r));
     cJSON *m = cJSON_AddObjectToObject(o, "memory");
     cJSON_AddNumberToObject(m, "setup_bytes", (double)r->setup_bytes);
     cJSON_AddNumberToObject(m, "setup_allocations", (double)r->setup_allocs);
@@ -143,12 +141,21 @@ static int json_record(opf_emitter *e, const opf_result *r) {
     cJSON_AddNumberToObject(m, "minor_page_faults_per_call", r->minor_faults);
     cJSON_AddNumberToObject(m, "major_page_faults_per_call", r->major_faults);
   }
+  if (r->roofline > 0) cJSON_AddNumberToObject(model, "roofline_bound_flops_per_s", r->roofline);
+  /* Only metrics whose inputs exist: absent means absent, not 0. */
+  cJSON *mets = cJSON_AddObjectToObject(o, "metrics");
+  for (int m = 0; m < opf_metric_count(); m++) {
+    double v;
+    if (opf_metric_value(r, m, &v)) cJSON_AddNumberToObject(mets, opf_metric_at(m)->name, v);
+  }
   cJSON *cs = cJSON_AddArrayToObject(o, "counters");
   for (int i = 0; i < r->n_events; i++) {
     const opf_event_result *ev = &r->events[i];
     cJSON *k = cJSON_CreateObject();
     cJSON_AddStringToObject(k, "name", ev->name);
     cJSON_AddStringToObject(k, "status", opf_ev_status_name(ev->status));
+    if (ev->kind[0]) cJSON_AddStringToObject(k, "kind", ev->kind);
+    cJSON_AddNumberToObject(k, "group", ev->group);
     if (ev->has_value) {
       cJSON_AddNumberToObject(k, "per_call", ev->per_call);
       cJSON_AddNumberToObject(k, "running_pct", ev->running_pct);

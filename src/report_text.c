@@ -66,8 +66,8 @@ static void print_header(const opf_emitter *e, FILE *f, int md) {
 static int text_render(opf_emitter *e, int md) {
   text_priv *p = e->priv;
   const opf_context *ctx = e->ctx;
-  enum { C_OP, C_DT, C_PASS, C_IN, C_PAR, C_MED, C_MIN, C_P90, C_CV, C_N, C_GF, C_GB, C_ALLOC,
-         C_PEAK, C_EV0 };
+  enum { C_OP, C_DT, C_PASS, C_IN, C_PAR, C_MED, C_MIN, C_P90, C_CV, C_N, C_ALLOC, C_PEAK, C_M0 };
+  const int nm = opf_metric_count(), C_EV0 = C_M0 + nm;
   int nev = ctx->n_events, ncol = C_EV0 + nev + 1, c_note = C_EV0 + nev;
   opf_textable *t = opf_textable_new(ncol);
   if (!t) return -1;
@@ -83,8 +83,8 @@ static int text_render(opf_emitter *e, int md) {
   }
   opf_textable_header(t, C_CV, "cv", 1);
   if (!md) opf_textable_header(t, C_N, "samples", 1);
-  opf_textable_header(t, C_GF, "GFLOP/s", 1);
-  opf_textable_header(t, C_GB, "GB/s", 1);
+  for (int m = 0; m < nm; m++)
+    if (!md || m < 4) opf_textable_header(t, C_M0 + m, opf_metric_at(m)->label, 1);
   if (!md) {
     opf_textable_header(t, C_ALLOC, "alloc/call", 1);
     opf_textable_header(t, C_PEAK, "peak mem", 1);
@@ -116,8 +116,12 @@ static int text_render(opf_emitter *e, int md) {
     opf_textable_cell(t, C_P90, "%s", opf_fmt_time(r->time.p90, b, sizeof b));
     opf_textable_cell(t, C_CV, "%.1f%%", 100 * r->time.cv);
     opf_textable_cell(t, C_N, "%dx%lld", r->n_samples, (long long)r->batch);
-    if (opf_result_gflops(r) > 0) opf_textable_cell(t, C_GF, "%.2f", opf_result_gflops(r));
-    if (opf_result_gbps(r) > 0) opf_textable_cell(t, C_GB, "%.2f", opf_result_gbps(r));
+    for (int m = 0; m < nm; m++) {
+      double v;
+      if (!opf_metric_value(r, m, &v)) continue;
+      if (!strcmp(opf_metric_at(m)->unit, "%")) opf_textable_cell(t, C_M0 + m, "%.1f%%", v);
+      else opf_textable_cell(t, C_M0 + m, v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : "%.3g", v);
+    }
     opf_textable_cell(t, C_ALLOC, "%s", opf_fmt_bytes(r->call_alloc_bytes, b, sizeof b));
     opf_textable_cell(t, C_PEAK, "%s", opf_fmt_bytes((double)r->peak_live_bytes, b, sizeof b));
     for (int i = 0; i < r->n_events && i < nev; i++) {

@@ -92,6 +92,7 @@ typedef struct opf_tensor_info {
 
 typedef struct opf_event_result {
   char name[128];
+  char kind[24];        /* generic event counted ("cycles"), "" for model-specific events */
   opf_ev_status status;
   int group;
   int err;
@@ -121,6 +122,7 @@ struct opf_result {
   opf_stats time;       /* seconds per call */
   double total_time;    /* seconds spent in measured samples */
   double flops, bytes;  /* model, per call */
+  double roofline;      /* roofline bound in FLOP/s for this case (0: unknown) */
   /* memory */
   uint64_t setup_bytes;       /* tensors and workspace allocated before timing */
   uint64_t setup_allocs;

@@ -70,6 +70,10 @@ int opf_pmu_read(opf_pmu *p, opf_pmu_snap *s);
  * did not run (running delta 0) or is not open, 1 when *value is valid. */
 int opf_pmu_delta(const opf_pmu *p, size_t i, const opf_pmu_snap *a, const opf_pmu_snap *b,
                   double *value, double *frac_running);
+/* The generic event an encoding counts: "cycles", "instructions", "branches",
+ * "branch-misses", "l1d-loads", "l1d-load-misses", "llc-load-misses", "dtlb-load-misses",
+ * "task-clock", ...; NULL for model-specific events. */
+const char *opf_pmu_kind(uint32_t type, uint64_t config);
 /* Names the PMUs libpfm4 detects as present, comma-separated ("perf,perf_raw,amd64_fam1ah_zen5"). */
 int opf_pmu_detected(char *buf, size_t n);
 

@@ -1,0 +1,56 @@
+/* metrics.c: the derived-metric table and its evaluation (see metrics.h). Adding a metric is
+ * one row: its inputs are event kinds (from pmu_kind.c) or the model terms starting with '@'. */
+#include <string.h>
+
+#include "opperf/metrics.h"
+
+static const opf_metric_def defs[] = {
+    {"gflops", "GFLOP/s", "@flops", "@time", 1e-9, "GFLOP/s", "model flops per second at the median time"},
+    {"gbps", "GB/s", "@bytes", "@time", 1e-9, "GB/s", "model minimum traffic per second at the median time"},
+    {"intensity", "FLOP/B", "@flops", "@bytes", 1, "FLOP/byte", "arithmetic intensity of the models"},
+    {"roofline_pct", "roofline", "@flops", "@bound", 100, "%", "achieved FLOP/s as a share of the roofline bound"},
+    {"ipc", "IPC", "instructions", "cycles", 1, "", "instructions per cycle"},
+    {"cpi", "CPI", "cycles", "instructions", 1, "", "cycles per instruction"},
+    {"branch_miss_pct", "br-miss", "branch-misses", "branches", 100, "%", "mispredicted share of branches"},
+    {"l1d_miss_pct", "L1D miss", "l1d-load-misses", "l1d-loads", 100, "%", "L1 data load miss ratio"},
+    {"l1d_mpki", "L1D MPKI", "l1d-load-misses", "instructions", 1000, "", "L1 data load misses per 1000 instructions"},
+    {"llc_miss_pct", "LLC miss", "llc-load-misses", "llc-loads", 100, "%", "last-level cache load miss ratio"},
+    {"llc_mpki", "LLC MPKI", "llc-load-misses", "instructions", 1000, "", "LLC load misses per 1000 instructions"},
+    {"dtlb_mpki", "dTLB MPKI", "dtlb-load-misses", "instructions", 1000, "", "dTLB load misses per 1000 instructions"},
+};
+
+int opf_metric_count(void) { return (int)(sizeof defs / sizeof defs[0]); }
+const opf_metric_def *opf_metric_at(int i) { return i >= 0 && i < opf_metric_count() ? &defs[i] : NULL; }
+
+static const opf_event_result *find_kind(const opf_result *r, const char *kind) {
+  for (int i = 0; i < r->n_events; i++)
+    if (r->events[i].has_value && !strcmp(r->events[i].kind, kind)) return &r->events[i];
+  return NULL;
+}
+
+/* Model terms: work, traffic, time per call, and roofline bound x time (so that
+ * flops / (bound x time) is the achieved share of the bound). 0 when unknown. */
+static double model_term(const opf_result *r, const char *t) {
+  if (!strcmp(t, "@flops")) return r->flops;
+  if (!strcmp(t, "@bytes")) return r->bytes;
+  if (!strcmp(t, "@time")) return r->time.median;
+  if (!strcmp(t, "@bound")) return r->roofline * r->time.median;
+  return 0;
+}
+
+int opf_metric_value(const opf_result *r, int i, double *v) {
+  const opf_metric_def *d = opf_metric_at(i);
+  if (!d || r->status != OPF_ST_OK) return 0;
+  if (d->num[0] == '@') {
+    double a = model_term(r, d->num), b = model_term(r, d->den);
+    if (!(a > 0) || !(b > 0)) return 0;
+    *v = a / b * d->scale;
+    return 1;
+  }
+  const opf_event_result *n = find_kind(r, d->num), *m = find_kind(r, d->den);
+  /* Ratios of counters only within one group: counts scheduled at different times do not
+   * describe the same instructions. */
+  if (!n || !m || n->group != m->group || n->group < 0 || !(m->per_call > 0)) return 0;
+  *v = n->per_call / m->per_call * d->scale;
+  return 1;
+}
