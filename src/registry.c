@@ -137,7 +137,7 @@ double opf_default_flops(const opf_case *c, opf_pass p) {
   for (int i = 0; i < c->op->n_out; i++) fwd += (double)opf_numel(&c->out[i]);
   for (int i = 0; i < c->op->n_in; i++)
     if (c->present[i] && (c->op->in[i].flags & OPF_IN_DIFF)) bwd += (double)opf_numel(&c->in[i]);
-  return p == OPF_PASS_FWD ? fwd : p == OPF_PASS_BWD ? bwd : fwd + bwd;
+  return opf_pass_sum(p, fwd, bwd);
 }
 
 double opf_default_bytes(const opf_case *c, opf_pass p) {
@@ -149,5 +149,5 @@ double opf_default_bytes(const opf_case *c, opf_pass p) {
   }
   for (int i = 0; i < c->op->n_out; i++) out += tensor_bytes(&c->out[i]);
   double fwd = in + out, bwd = out /* gout */ + in + gin;
-  return p == OPF_PASS_FWD ? fwd : p == OPF_PASS_BWD ? bwd : fwd + bwd;
+  return opf_pass_sum(p, fwd, bwd);
 }

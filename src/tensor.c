@@ -79,13 +79,15 @@ int opf_tensor_alloc(opf_tensor *t, opf_err *err) {
     return opf_err_set(err, OPF_ENOMEM, "cannot allocate %zu bytes for a tensor of shape %s", b,
                        opf_shape_str(t, sb, sizeof sb));
   t->nbytes = b;
+  t->owned = 1;
   return OPF_OK;
 }
 
 void opf_tensor_free(opf_tensor *t) {
-  if (t->nbytes) opf_free(t->data);
+  if (t->owned) opf_free(t->data); /* also zero-byte tensors: opf_alloc(0) is a real block */
   t->data = NULL;
   t->nbytes = 0;
+  t->owned = 0;
 }
 
 char *opf_shape_str(const opf_tensor *t, char *buf, size_t n) {

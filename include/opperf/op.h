@@ -134,6 +134,11 @@ double opf_case_param(const opf_case *c, const char *name);
 /* Normalize an axis param against ndim: -1 -> ndim-1; returns -1 when out of range. */
 int opf_axis(double axis, int ndim);
 
+/* A pass's share of a model: fwd, bwd, or both (fwd + bwd). */
+static inline double opf_pass_sum(opf_pass p, double fwd, double bwd) {
+  return p == OPF_PASS_FWD ? fwd : p == OPF_PASS_BWD ? bwd : fwd + bwd;
+}
+
 /* Default models: one flop per output element (fwd) / per input-gradient element (bwd); bytes
  * of all inputs read and outputs written (bwd: gout + inputs + out read, gin written). */
 double opf_default_flops(const opf_case *c, opf_pass p);

@@ -77,4 +77,65 @@ const char *opf_pmu_kind(uint32_t type, uint64_t config);
 /* Names the PMUs libpfm4 detects as present, comma-separated ("perf,perf_raw,amd64_fam1ah_zen5"). */
 int opf_pmu_detected(char *buf, size_t n);
 
+/* ---- presets ------------------------------------------------------------------------------
+ * sw, core, cache, tlb, branch: fixed perf(1) generic events. topdown: the level-1 top-down
+ * events of the core PMU libpfm4 detects (Intel skl/skx/clx: slots issued / retired / fetch
+ * bubbles / recovery cycles; icl/icx/spr: TOPDOWN.SLOTS based; AMD Zen 4: dispatch slots).
+ * Where libpfm4 offers no such table (no core PMU detected, e.g. Zen 5 with libpfm4 4.13, or a
+ * core PMU without top-down events) the preset is ONE event named "topdown" whose status is
+ * OPF_EV_NOT_SUPPORTED from creation on (err 0, reason says why): never a substitute set. */
+#define OPF_PMU_PRESET_MAX 8
+typedef struct opf_pmu_preset_info {
+  char name[16];                          /* "sw", "core", ..., "topdown" */
+  char summary[96];
+  int n;                                  /* members on this machine; 0: not available here */
+  char member[OPF_PMU_PRESET_MAX][96];    /* as the user would write them */
+  char note[192];                         /* topdown: the PMU it resolved for, or why none */
+} opf_pmu_preset_info;
+int opf_pmu_preset_count(void);
+/* Fill *out for preset k (0 <= k < count). Returns OPF_OK or OPF_EINVAL. */
+int opf_pmu_preset_at(int k, opf_pmu_preset_info *out);
+/* Index of the preset named name (case-insensitive), -1 if it is not a preset. */
+int opf_pmu_preset_find(const char *name);
+
+/* ---- what libpfm4 knows (pmu/pfm_list.c) ------------------------------------------------ */
+typedef struct opf_pfm_pmu_desc {
+  char name[64];   /* libpfm4 PMU name: "perf", "perf_raw", "skx", "amd64_fam19h_zen4" */
+  char desc[128];
+  int n_events;
+  int is_core;     /* PFM_PMU_TYPE_CORE: the CPU's core PMU */
+} opf_pfm_pmu_desc;
+/* The PMUs libpfm4 detects as present, in libpfm4's order. Stores up to max in out and
+ * returns how many there are (may exceed max), or a negative OPF_E* code. */
+int opf_pfm_pmus(opf_pfm_pmu_desc *out, int max);
+
+typedef struct opf_pfm_event_desc {
+  const char *pmu;   /* "perf" */
+  const char *name;  /* "PERF_COUNT_HW_CPU_CYCLES": write it as pmu::name */
+  const char *desc;  /* libpfm4's description (may be "" ) */
+  int n_attrs;       /* unit masks and modifiers */
+} opf_pfm_event_desc;
+/* Calls fn for every event of the present PMU named pmu (NULL: of every present PMU), in
+ * libpfm4's order, until fn returns non-zero. Returns the number of events visited, or
+ * OPF_ENOTFOUND when no present PMU has that name, or another negative OPF_E* code. */
+int opf_pfm_foreach_event(const char *pmu, int (*fn)(const opf_pfm_event_desc *ev, void *ctx),
+                          void *ctx);
+
+/* ---- rdpmc -------------------------------------------------------------------------------
+ * opf_pmu_open maps the perf_event_mmap_page of the calling thread's hardware events. Where
+ * the kernel allows user-space reads (cap_user_rdpmc), opf_pmu_read called from that same
+ * thread reads them with the rdpmc instruction (seqlock protocol of perf_event_open(2)) rather
+ * than read(); other threads, software events and groups the page cannot describe use read().
+ * Environment, read at each opf_pmu_open:
+ *   OPPERF_NO_RDPMC=1   never use rdpmc;
+ *   OPPERF_RDPMC=1      use it whenever the kernel allows;
+ *   (default: auto)     use it only if a short calibration at open finds it faster than
+ *                       read(): in virtual machines rdpmc traps to the hypervisor and can
+ *                       cost more than the system call. */
+/* Number of events opf_pmu_read reads with rdpmc (0: all with read()). */
+size_t opf_pmu_n_rdpmc(const opf_pmu *p);
+/* One line on the rdpmc decision of the last open ("rdpmc: 4 events (auto: 180 ns vs 900 ns
+ * per read)", "rdpmc: off (OPPERF_NO_RDPMC)", "rdpmc: not allowed by the kernel", ...). */
+const char *opf_pmu_rdpmc_note(const opf_pmu *p);
+
 #endif

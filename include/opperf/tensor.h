@@ -37,7 +37,8 @@ typedef struct opf_tensor {
   int64_t shape[OPF_MAX_DIMS];
   int64_t strides[OPF_MAX_DIMS]; /* in elements; contiguous row-major unless a view */
   void *data;
-  size_t nbytes;                 /* bytes owned by data (0 for views) */
+  size_t nbytes;                 /* bytes of data */
+  int owned;                     /* data came from opf_tensor_alloc (0 for views) */
 } opf_tensor;
 
 int64_t opf_numel(const opf_tensor *t);

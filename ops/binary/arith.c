@@ -361,7 +361,7 @@ static double bin_flops(const opf_case *c, opf_pass p, int op) {
     double nx = (double)opf_numel(&c->in[i]);
     bwd += term_ops[op][i] * ny + (ny > nx ? ny - nx : 0);
   }
-  return p == OPF_PASS_FWD ? ny : p == OPF_PASS_BWD ? bwd : ny + bwd;
+  return opf_pass_sum(p, ny, bwd);
 }
 
 static double bin_bytes(const opf_case *c, opf_pass p, int op) {
@@ -369,7 +369,7 @@ static double bin_bytes(const opf_case *c, opf_pass p, int op) {
   double ny = (double)opf_numel(&c->out[0]) * es, na = (double)opf_numel(&c->in[0]) * es,
          nb = (double)opf_numel(&c->in[1]) * es;
   double fwd = na + nb + ny, bwd = ny + na + nb + (op == BIN_MUL || op == BIN_DIV ? na + nb : 0);
-  return p == OPF_PASS_FWD ? fwd : p == OPF_PASS_BWD ? bwd : fwd + bwd;
+  return opf_pass_sum(p, fwd, bwd);
 }
 
 /* ---- div's divisor: |b| in [0.5, 2) (floats) or [1, 9] (integers), either sign ---- */

@@ -167,7 +167,7 @@ static int mse_reference(opf_case *c) {
 static double mse_flops(const opf_case *c, opf_pass p) {
   double n = (double)opf_numel(&c->in[0]);
   double fwd = ((int)c->p[0] == MSE_NONE ? 2 : 3) * n, bwd = 3 * n;
-  return p == OPF_PASS_FWD ? fwd : p == OPF_PASS_BWD ? bwd : fwd + bwd;
+  return opf_pass_sum(p, fwd, bwd);
 }
 
 /* fwd reads pred and target, writes the output (1 element or N); bwd reads pred, target and
@@ -176,7 +176,7 @@ static double mse_bytes(const opf_case *c, opf_pass p) {
   double es = (double)opf_dtype_size(c->dtype), n = (double)opf_numel(&c->in[0]) * es;
   double out = (double)opf_numel(&c->out[0]) * es;
   double fwd = 2 * n + out, bwd = 2 * n + out + 2 * n;
-  return p == OPF_PASS_FWD ? fwd : p == OPF_PASS_BWD ? bwd : fwd + bwd;
+  return opf_pass_sum(p, fwd, bwd);
 }
 
 OPPERF_OP(mse_loss) = {

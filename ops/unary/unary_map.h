@@ -98,7 +98,7 @@ static inline int um_reference(opf_case *c, double (*f)(double)) {
 /* Work model: fwd and bwd cost per element as stated by the operator. */
 static inline double um_flops(const opf_case *c, opf_pass p, double fwd, double bwd) {
   double n = (double)opf_numel(&c->in[0]);
-  return n * (p == OPF_PASS_FWD ? fwd : p == OPF_PASS_BWD ? bwd : fwd + bwd);
+  return n * (opf_pass_sum(p, fwd, bwd));
 }
 
 /* Defines the kernels of an elementwise map for float32 and float64 and its hooks

@@ -11,6 +11,7 @@ typedef int (*cli_cmd_fn)(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_describe(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_machine(int argc, char **argv);
 
 /* Print "opperf: <message>" to stderr and return EXIT_USAGE. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -39,6 +39,7 @@ static void ref_case(opf_case *r, const opf_case *c) {
     opf_tensor_set_shape(&r->out[i], c->out[i].dtype, c->out[i].ndim, c->out[i].shape);
     r->out[i].data = NULL;
     r->out[i].nbytes = 0;
+    r->out[i].owned = 0;
     opf_err e;
     if (opf_tensor_alloc(&r->out[i], &e)) fail_msg("%s", e.msg);
     memset(r->out[i].data, 0, r->out[i].nbytes);

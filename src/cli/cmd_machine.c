@@ -1,0 +1,160 @@
+/* cmd_machine.c: `opperf machine [--refresh] [--time SEC] [--format table|json]`: the machine's
+ * roofline ceilings (peak FLOP/s per float dtype, triad bandwidth, 1 thread and all threads),
+ * read from the cache file when it is valid for this CPU, else measured and saved. */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "opperf/machine.h"
+#include "textable.h"
+
+#define MACHINE_DEFAULT_TIME 0.5
+#define MACHINE_MAX_TIME 60.0
+
+static void usage(void) {
+  printf("usage: opperf machine [--refresh] [--time SEC] [--format table|json]\n\n"
+         "Shows this machine's roofline ceilings: peak FLOP/s for float32 and float64 (an FMA\n"
+         "kernel on the widest vector ISA the CPU has) and memory bandwidth (STREAM triad over\n"
+         "arrays of at least 4x the last-level cache and 256 MiB, counted as 3 x 8 bytes per\n"
+         "element), each on 1 thread and on all threads, plus the ridge points (FLOP/byte where\n"
+         "compute meets bandwidth). The figures are cached in $OPPERF_MACHINE_FILE, else\n"
+         "$XDG_CACHE_HOME/opperf/machine.json (~/.cache/opperf/machine.json) and measured\n"
+         "again when that file is missing, malformed or from another CPU.\n\n"
+         "  --refresh        measure again even when the cached figures are valid\n"
+         "  --time SEC       seconds per measurement (6 of them), default %.1f, at most %.0f\n"
+         "  --format F       table (default) or json\n"
+         "  -h, --help       this help\n",
+         MACHINE_DEFAULT_TIME, MACHINE_MAX_TIME);
+}
+
+static double ridge(const opf_machine *m, int dt, int t) {
+  return m->bandwidth[t] > 0 ? m->peak_flops[dt][t] / m->bandwidth[t] : 0;
+}
+
+static void print_table(const opf_machine *m, const char *path, const char *source) {
+  opf_textable *t = opf_textable_new(3);
+  if (!t) return;
+  char all[32];
+  snprintf(all, sizeof all, "%d threads", m->threads_all);
+  opf_textable_header(t, 0, "ceiling", 0);
+  opf_textable_header(t, 1, "1 thread", 1);
+  opf_textable_header(t, 2, all, 1);
+  static const char *names[2] = {"float32", "float64"};
+  for (int dt = 0; dt < 2; dt++) {
+    opf_textable_row(t);
+    opf_textable_cell(t, 0, "%s peak", names[dt]);
+    for (int k = 0; k < 2; k++) opf_textable_cell(t, 1 + k, "%.1f GFLOP/s", m->peak_flops[dt][k] / 1e9);
+  }
+  opf_textable_row(t);
+  opf_textable_cell(t, 0, "triad bandwidth");
+  for (int k = 0; k < 2; k++) opf_textable_cell(t, 1 + k, "%.1f GB/s", m->bandwidth[k] / 1e9);
+  for (int dt = 0; dt < 2; dt++) {
+    opf_textable_row(t);
+    opf_textable_cell(t, 0, "%s ridge point", names[dt]);
+    for (int k = 0; k < 2; k++) opf_textable_cell(t, 1 + k, "%.2f FLOP/B", ridge(m, dt, k));
+  }
+  opf_textable_print(t, stdout, 0);
+  opf_textable_free(t);
+  printf("\nCPU:      %s (%d CPUs online)\n"
+         "ISA:      %s (FMA kernel)\n"
+         "measured: %s (%s)\n"
+         "file:     %s\n"
+         "GB = 1e9 bytes; triad traffic = 3 x 8 bytes per element (STREAM; write-allocate not "
+         "counted).\n",
+         m->cpu_model, m->cpus, m->isa, m->timestamp, source, path);
+}
+
+static int print_json(const opf_machine *m, const char *path, const char *source) {
+  cJSON *root = cJSON_CreateObject();
+  if (!root) return -1;
+  cJSON_AddStringToObject(root, "cpu_model", m->cpu_model);
+  cJSON_AddNumberToObject(root, "cpus", m->cpus);
+  cJSON_AddNumberToObject(root, "threads_all", m->threads_all);
+  cJSON_AddStringToObject(root, "isa", m->isa);
+  cJSON_AddStringToObject(root, "timestamp", m->timestamp);
+  cJSON_AddStringToObject(root, "source", source);
+  cJSON_AddStringToObject(root, "path", path);
+  cJSON *pf = cJSON_AddObjectToObject(root, "peak_flops");
+  cJSON *rp = cJSON_AddObjectToObject(root, "ridge_points");
+  static const char *names[2] = {"float32", "float64"};
+  for (int dt = 0; dt < 2; dt++) {
+    double r[2] = {ridge(m, dt, 0), ridge(m, dt, 1)};
+    cJSON_AddItemToObject(pf, names[dt], cJSON_CreateDoubleArray(m->peak_flops[dt], 2));
+    cJSON_AddItemToObject(rp, names[dt], cJSON_CreateDoubleArray(r, 2));
+  }
+  cJSON_AddItemToObject(root, "bandwidth", cJSON_CreateDoubleArray(m->bandwidth, 2));
+  cJSON_AddStringToObject(root, "units",
+                          "FLOP/s, bytes/s, FLOP/byte; arrays are [1 thread, all threads]");
+  char *s = cJSON_Print(root);
+  cJSON_Delete(root);
+  if (!s) return -1;
+  puts(s);
+  cJSON_free(s);
+  return 0;
+}
+
+int cmd_machine(int argc, char **argv) {
+  int refresh = 0, json = 0;
+  double seconds = MACHINE_DEFAULT_TIME;
+  static const struct option opts[] = {{"refresh", no_argument, 0, 'r'},
+                                       {"time", required_argument, 0, 't'},
+                                       {"format", required_argument, 0, 'f'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+  int ch;
+  optind = 1;
+  opterr = 0;
+  while ((ch = getopt_long(argc, argv, ":rt:f:h", opts, NULL)) != -1) {
+    switch (ch) {
+    case 'r': refresh = 1; break;
+    case 't':
+      if (!cli_parse_double(optarg, &seconds) || !isfinite(seconds) || seconds <= 0 ||
+          seconds > MACHINE_MAX_TIME)
+        return cli_usage_error("machine: --time takes seconds in (0, %.0f], not '%s'",
+                               MACHINE_MAX_TIME, optarg);
+      break;
+    case 'f':
+      if (!strcmp(optarg, "table")) json = 0;
+      else if (!strcmp(optarg, "json")) json = 1;
+      else return cli_usage_error("machine: unknown format '%s' (table or json)", optarg);
+      break;
+    case 'h': usage(); return EXIT_OK;
+    case ':': return cli_usage_error("machine: option '%s' needs a value", argv[optind - 1]);
+    default: return cli_usage_error("machine: unknown option '%s' (see opperf machine -h)", argv[optind - 1]);
+    }
+  }
+  if (optind < argc) return cli_usage_error("machine: unexpected argument '%s'", argv[optind]);
+
+  char path[4096];
+  if (!opf_machine_path(path, sizeof path))
+    return cli_usage_error("machine: no place for the cache file (set OPPERF_MACHINE_FILE or HOME)");
+  opf_machine m;
+  opf_err err = {0};
+  const char *source = "cached";
+  int rc = refresh ? OPF_ENOTFOUND : opf_machine_load(&m, path, &err);
+  int save_rc = OPF_OK;
+  opf_err save_err = {0};
+  if (rc != OPF_OK) {
+    if (!refresh && rc != OPF_ENOTFOUND) {
+      /* We are about to do what the message advises: drop the advice. */
+      char *advice = strstr(err.msg, "; run opperf machine");
+      if (advice) *advice = '\0';
+      fprintf(stderr, "opperf: ignoring the cached figures: %s\n", err.msg);
+    }
+    if (isatty(STDERR_FILENO))
+      fprintf(stderr, "measuring this machine (about %.0f s)...\n", ceil(6 * seconds + 0.5));
+    rc = opf_machine_measure(&m, seconds, &err);
+    if (rc != OPF_OK) return cli_usage_error("%s", err.msg), cli_status(rc);
+    source = "measured now";
+    save_rc = opf_machine_save(&m, path, &save_err);
+  }
+  if (json ? print_json(&m, path, source) : (print_table(&m, path, source), 0))
+    return cli_usage_error("out of memory"), EXIT_FAILED;
+  fflush(stdout);
+  if (save_rc != OPF_OK) return cli_usage_error("%s", save_err.msg), cli_status(save_rc);
+  return EXIT_OK;
+}
