@@ -1,17 +1,21 @@
-/* pmu.c: performance counters of opperf (include/opperf/pmu.h). Parses the event list, opens
- * the events in groups (software / hardware) on every thread of the process with
- * perf_event_open, reads group snapshots and scales deltas by time enabled / running.
- * Failures are per event statuses with errno and a plain reason, modelled on perf stat. */
+/* pmu.c: performance counters of opperf (include/opperf/pmu.h). Parses the event list and
+ * presets (topdown resolved for the detected core PMU), opens the events in groups (software /
+ * hardware) on every thread of the process with perf_event_open, reads group snapshots (rdpmc
+ * for the calling thread's hardware events where allowed and worth it, else read()) and scales
+ * deltas by time enabled / running. Failures are per event statuses with errno and a plain
+ * reason, modelled on perf stat. */
 #include <linux/perf_event.h>
 #include <perfmon/pfmlib.h>
 
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,16 +43,25 @@
 
 #define OPF_REASON_FD_LIMIT "too many open files (fd limit)"
 
-enum { KIND_SW = 0, KIND_HW = 1 };
+/* KIND_NONE: a preset that has no events on this machine (topdown without a table): it
+ * stays NOT_SUPPORTED with its reason and is never opened. */
+enum { KIND_SW = 0, KIND_HW = 1, KIND_NONE = 2 };
 
 typedef struct pmu_ev {
   opf_pmu_event pub;
   struct perf_event_attr enc;  /* as encoded by libpfm4 */
   struct perf_event_attr attr; /* as opened: enc plus our read format and any fallback */
-  int kind;                    /* KIND_SW or KIND_HW: which group it starts in */
+  int kind;                    /* KIND_SW, KIND_HW or KIND_NONE: which group it starts in */
   int open;                    /* open on every counted thread */
   int dropped;                 /* given up for this open(): NOT_SUPPORTED */
   int user_retry;              /* EACCES/EPERM fallback to user-only was tried and failed too */
+  char unavail[192];           /* KIND_NONE: why the preset has no events here */
+  /* rdpmc, for the opening thread's (th[0]) fd of a hardware event */
+  volatile struct perf_event_mmap_page *page; /* NULL: not mapped */
+  int est_valid;               /* STALE_TIME extension: page seq it applies to and when it */
+  uint32_t est_seq;            /* was first seen (CLOCK_MONOTONIC_RAW ns) */
+  uint64_t est_t0;
+  uint64_t last_en, last_run;  /* last times returned for th[0]: keeps them monotonic */
 } pmu_ev;
 
 /* Events in the order of a group read: leader first, then members in the order attached. */
@@ -73,7 +86,15 @@ struct opf_pmu {
   pmu_thread th[OPF_PMU_MAX_THREADS];
   size_t n_open;
   int hw_probe; /* per open(): -1 not probed, 0 no hardware PMU, 1 a PMU answers */
+  /* rdpmc */
+  int grp_rdpmc[OPF_PMU_MAX_EVENTS]; /* group g of th[0] is read through its pages */
+  size_t n_rdpmc;
+  pthread_t owner;                   /* the thread that opened: th[0] */
+  unsigned fork_gen;                 /* g_fork_gen at open: a forked child must not rdpmc */
+  char rdpmc_note[160];
 };
+
+static void rdpmc_setup(opf_pmu *p);
 
 /* ---- system calls ---------------------------------------------------------------------- */
 
@@ -249,24 +270,174 @@ typedef struct preset_ev {
   const char *enc;  /* given to libpfm4 */
 } preset_ev;
 
+/* n == -1: resolved per machine (topdown). */
 static const struct {
   const char *name;
+  const char *summary;
   int n;
   preset_ev ev[4];
 } k_presets[] = {
-    {"sw", 4, {{"task-clock", "perf::TASK-CLOCK"}, {"page-faults", "perf::PAGE-FAULTS"},
-               {"context-switches", "perf::CONTEXT-SWITCHES"},
-               {"cpu-migrations", "perf::CPU-MIGRATIONS"}}},
-    {"core", 4, {{"cycles", "perf::CYCLES"}, {"instructions", "perf::INSTRUCTIONS"},
-                 {"branches", "perf::BRANCHES"}, {"branch-misses", "perf::BRANCH-MISSES"}}},
-    {"cache", 4, {{"cycles", "perf::CYCLES"},
-                  {"L1-dcache-load-misses", "perf::L1-DCACHE-LOAD-MISSES"},
-                  {"LLC-load-misses", "perf::LLC-LOAD-MISSES"},
-                  {"dTLB-load-misses", "perf::DTLB-LOAD-MISSES"}}},
-    {"tlb", 2, {{"dTLB-load-misses", "perf::DTLB-LOAD-MISSES"},
-                {"iTLB-load-misses", "perf::ITLB-LOAD-MISSES"}}},
-    {"branch", 2, {{"branches", "perf::BRANCHES"}, {"branch-misses", "perf::BRANCH-MISSES"}}},
+    {"sw", "software events (always available where perf_event_open is)", 4,
+     {{"task-clock", "perf::TASK-CLOCK"}, {"page-faults", "perf::PAGE-FAULTS"},
+      {"context-switches", "perf::CONTEXT-SWITCHES"},
+      {"cpu-migrations", "perf::CPU-MIGRATIONS"}}},
+    {"core", "cycles, instructions, branches (IPC, branch-miss ratio)", 4,
+     {{"cycles", "perf::CYCLES"}, {"instructions", "perf::INSTRUCTIONS"},
+      {"branches", "perf::BRANCHES"}, {"branch-misses", "perf::BRANCH-MISSES"}}},
+    {"cache", "L1D, LLC and dTLB load misses per cycle", 4,
+     {{"cycles", "perf::CYCLES"},
+      {"L1-dcache-load-misses", "perf::L1-DCACHE-LOAD-MISSES"},
+      {"LLC-load-misses", "perf::LLC-LOAD-MISSES"},
+      {"dTLB-load-misses", "perf::DTLB-LOAD-MISSES"}}},
+    {"tlb", "data and instruction TLB load misses", 2,
+     {{"dTLB-load-misses", "perf::DTLB-LOAD-MISSES"},
+      {"iTLB-load-misses", "perf::ITLB-LOAD-MISSES"}}},
+    {"branch", "branches and branch misses", 2,
+     {{"branches", "perf::BRANCHES"}, {"branch-misses", "perf::BRANCH-MISSES"}}},
+    {"topdown", "level-1 top-down slots of the core PMU libpfm4 detects", -1, {{0, 0}}},
 };
+#define N_PRESETS ((int)(sizeof k_presets / sizeof k_presets[0]))
+
+/* Level-1 top-down events per libpfm4 core PMU, as libpfm4 strings ("P::" is replaced by the
+ * PMU name). Chosen so each set fits the general-purpose counters of its CPU in one group.
+ * - Intel before Ice Lake (Yasin's method, 4 slots per cycle): slots = 4 * cycles, issued
+ *   UOPS_ISSUED.ANY, retired UOPS_RETIRED.RETIRE_SLOTS, frontend bubbles
+ *   IDQ_UOPS_NOT_DELIVERED.CORE, recovery INT_MISC.RECOVERY_CYCLES.
+ * - Ice Lake and later: TOPDOWN.SLOTS (fixed counter 3) with the same four (UOPS_RETIRED.SLOTS).
+ *   libpfm4 4.13 has no PERF_METRICS pseudo-events, so the kernel's topdown-* metrics are not
+ *   used.
+ * - AMD Zen 4 (PPR 19h model 11h): 6 dispatch slots per cycle = CYCLES_NOT_IN_HALT, frontend
+ *   DISPATCH_STALLS_1.FE_NO_OPS, backend DISPATCH_STALLS_1.BE_STALLS, dispatched ops
+ *   OPS_SOURCE_DISPATCHED_FROM_DECODER (all sources), RETIRED_OPS (bad speculation = dispatched
+ *   - retired).
+ * Any other PMU (AMD Zen 1-3 have no dispatch-slot events; Zen 5 is unknown to libpfm4 4.13)
+ * gets no table: the preset then is one NOT_SUPPORTED event, not some other set. Every string
+ * is checked against libpfm4 by tests/unit/test_pmu_golden.c. */
+static const char *const k_td_intel_old[] = {"perf::CYCLES", "P::UOPS_ISSUED:ANY",
+                                             "P::UOPS_RETIRED:RETIRE_SLOTS",
+                                             "P::IDQ_UOPS_NOT_DELIVERED:CORE",
+                                             "P::INT_MISC:RECOVERY_CYCLES", NULL};
+static const char *const k_td_intel_slots[] = {"P::TOPDOWN:SLOTS", "P::UOPS_ISSUED:ANY",
+                                               "P::UOPS_RETIRED:SLOTS",
+                                               "P::IDQ_UOPS_NOT_DELIVERED:CORE",
+                                               "P::INT_MISC:RECOVERY_CYCLES", NULL};
+static const char *const k_td_zen4[] = {
+    "P::CYCLES_NOT_IN_HALT", "P::DISPATCH_STALLS_1:FE_NO_OPS", "P::DISPATCH_STALLS_1:BE_STALLS",
+    "P::OPS_SOURCE_DISPATCHED_FROM_DECODER:DECODER:OPCACHE:LOOP_BUFFER", "P::RETIRED_OPS", NULL};
+static const struct {
+  const char *pmu;
+  const char *const *ev;
+} k_topdown[] = {
+    {"hsw", k_td_intel_old},    {"hsw_ep", k_td_intel_old},  {"bdw", k_td_intel_old},
+    {"bdw_ep", k_td_intel_old}, {"skl", k_td_intel_old},     {"skx", k_td_intel_old},
+    {"clx", k_td_intel_old},    {"icl", k_td_intel_slots},   {"icx", k_td_intel_slots},
+    {"spr", k_td_intel_slots},  {"amd64_fam19h_zen4", k_td_zen4},
+};
+
+int opf_pmu_topdown_members(const char *pmu, char out[][96], int max) {
+  if (!pmu) return 0;
+  for (size_t t = 0; t < sizeof k_topdown / sizeof k_topdown[0]; t++) {
+    if (strcmp(pmu, k_topdown[t].pmu) != 0) continue;
+    int n = 0;
+    for (const char *const *e = k_topdown[t].ev; *e && n < max; e++, n++) {
+      if (strncmp(*e, "P::", 3) == 0)
+        snprintf(out[n], 96, "%s::%s", pmu, *e + 3);
+      else
+        snprintf(out[n], 96, "%s", *e);
+    }
+    return n;
+  }
+  return 0;
+}
+
+static pthread_mutex_t g_td_mu = PTHREAD_MUTEX_INITIALIZER;
+static int g_td_forced;
+static char g_td_pmu[64];
+
+void opf_pmu_set_topdown_pmu(const char *pmu) {
+  pthread_mutex_lock(&g_td_mu);
+  g_td_forced = pmu != NULL;
+  snprintf(g_td_pmu, sizeof g_td_pmu, "%s", pmu ? pmu : "");
+  pthread_mutex_unlock(&g_td_mu);
+}
+
+/* Appends sep (unless buf is empty) and s to buf, cutting at the buffer's end. */
+static void list_append(char *buf, size_t n, const char *sep, const char *s) {
+  size_t l = strlen(buf);
+  if (l)
+    while (*sep && l + 1 < n) buf[l++] = *sep++;
+  while (*s && l + 1 < n) buf[l++] = *s++;
+  buf[l] = '\0';
+}
+
+/* Members of the topdown preset here; 0 with a reason in why when there are none. */
+static int topdown_resolve(char out[][96], int max, char *why, size_t why_n) {
+  char forced[64];
+  pthread_mutex_lock(&g_td_mu);
+  int is_forced = g_td_forced;
+  snprintf(forced, sizeof forced, "%s", g_td_pmu);
+  pthread_mutex_unlock(&g_td_mu);
+  char cores[128] = "", all[128] = "";
+  if (is_forced) {
+    snprintf(cores, sizeof cores, "%s", forced);
+    snprintf(all, sizeof all, "%s (forced)", forced[0] ? forced : "none");
+  } else {
+    opf_pfm_pmu_desc d[16];
+    int n = opf_pfm_pmus(d, 16);
+    if (n < 0) {
+      snprintf(why, why_n, "libpfm4 is not usable here");
+      return 0;
+    }
+    for (int i = 0; i < n && i < 16; i++) {
+      list_append(all, sizeof all, ", ", d[i].name);
+      if (d[i].is_core) list_append(cores, sizeof cores, ",", d[i].name);
+    }
+  }
+  /* The first detected core PMU with a table (hybrid CPUs list more than one). */
+  char list[128];
+  snprintf(list, sizeof list, "%s", cores);
+  char *save = NULL;
+  for (char *c = strtok_r(list, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
+    int n = opf_pmu_topdown_members(c, out, max);
+    if (n > 0) {
+      snprintf(why, why_n, "for %s", c);
+      return n;
+    }
+  }
+  if (cores[0])
+    snprintf(why, why_n,
+             "not available: no level-1 top-down events known for core PMU %s", cores);
+  else
+    snprintf(why, why_n,
+             "not available: libpfm4 detects no core PMU for this CPU (detected: %s)",
+             all[0] ? all : "none");
+  return 0;
+}
+
+int opf_pmu_preset_count(void) { return N_PRESETS; }
+
+int opf_pmu_preset_find(const char *name) {
+  if (!name) return -1;
+  for (int k = 0; k < N_PRESETS; k++)
+    if (strcasecmp(name, k_presets[k].name) == 0) return k;
+  return -1;
+}
+
+int opf_pmu_preset_at(int k, opf_pmu_preset_info *out) {
+  if (!out || k < 0 || k >= N_PRESETS) return OPF_EINVAL;
+  memset(out, 0, sizeof *out);
+  snprintf(out->name, sizeof out->name, "%s", k_presets[k].name);
+  snprintf(out->summary, sizeof out->summary, "%s", k_presets[k].summary);
+  if (k_presets[k].n >= 0) {
+    out->n = k_presets[k].n;
+    for (int j = 0; j < out->n; j++)
+      snprintf(out->member[j], sizeof out->member[j], "%s", k_presets[k].ev[j].name);
+    return OPF_OK;
+  }
+  if (opf_pfm_init(out->note, sizeof out->note) != OPF_OK) return OPF_OK;
+  out->n = topdown_resolve(out->member, OPF_PMU_PRESET_MAX, out->note, sizeof out->note);
+  return OPF_OK;
+}
 
 static int add_event(opf_pmu *p, const char *name, const char *enc, opf_err *err) {
   struct perf_event_attr a;
@@ -298,11 +469,39 @@ static int add_event(opf_pmu *p, const char *name, const char *enc, opf_err *err
   return OPF_OK;
 }
 
+/* A preset with no events here: one NOT_SUPPORTED entry carrying the reason. */
+static int add_unavailable(opf_pmu *p, const char *name, const char *why, opf_err *err) {
+  for (size_t i = 0; i < p->n_ev; i++)
+    if (p->ev[i].kind == KIND_NONE && strcmp(p->ev[i].pub.name, name) == 0) return OPF_OK;
+  if (p->n_ev >= OPF_PMU_MAX_EVENTS)
+    return opf_err_set(err, OPF_ECONFIG, "too many events at '%s': at most %d distinct events",
+                       name, OPF_PMU_MAX_EVENTS);
+  pmu_ev *ev = &p->ev[p->n_ev++];
+  memset(ev, 0, sizeof *ev);
+  snprintf(ev->pub.name, sizeof ev->pub.name, "%s", name);
+  snprintf(ev->unavail, sizeof ev->unavail, "%s", why);
+  snprintf(ev->pub.reason, sizeof ev->pub.reason, "%s", why);
+  ev->pub.status = OPF_EV_NOT_SUPPORTED;
+  ev->pub.group = -1;
+  ev->kind = KIND_NONE;
+  return OPF_OK;
+}
+
 static int add_token(opf_pmu *p, const char *tok, opf_err *err) {
-  for (size_t k = 0; k < sizeof k_presets / sizeof k_presets[0]; k++) {
-    if (strcasecmp(tok, k_presets[k].name) != 0) continue;
+  int k = opf_pmu_preset_find(tok);
+  if (k >= 0 && k_presets[k].n >= 0) {
     for (int j = 0; j < k_presets[k].n; j++) {
       int rc = add_event(p, k_presets[k].ev[j].name, k_presets[k].ev[j].enc, err);
+      if (rc != OPF_OK) return rc;
+    }
+    return OPF_OK;
+  }
+  if (k >= 0) { /* topdown */
+    opf_pmu_preset_info info;
+    opf_pmu_preset_at(k, &info);
+    if (info.n == 0) return add_unavailable(p, k_presets[k].name, info.note, err);
+    for (int j = 0; j < info.n; j++) {
+      int rc = add_event(p, info.member[j], info.member[j], err);
       if (rc != OPF_OK) return rc;
     }
     return OPF_OK;
@@ -317,12 +516,26 @@ static void plan_groups(opf_pmu *p) {
   int has_sw = 0;
   for (size_t i = 0; i < p->n_ev; i++) has_sw |= p->ev[i].kind == KIND_SW;
   for (size_t i = 0; i < p->n_ev; i++)
-    p->ev[i].pub.group = p->ev[i].kind == KIND_SW ? 0 : has_sw;
+    p->ev[i].pub.group = p->ev[i].kind == KIND_SW ? 0 : p->ev[i].kind == KIND_HW ? has_sw : -1;
+}
+
+static pthread_mutex_t g_sys_mu = PTHREAD_MUTEX_INITIALIZER;
+static const opf_pmu_sys *g_default_sys;
+
+void opf_pmu_set_default_sys(const opf_pmu_sys *sys) {
+  pthread_mutex_lock(&g_sys_mu);
+  g_default_sys = sys;
+  pthread_mutex_unlock(&g_sys_mu);
 }
 
 int opf_pmu_create(opf_pmu **out, const char *events, const opf_pmu_sys *sys, opf_err *err) {
   if (!out) return opf_err_set(err, OPF_EINVAL, "opf_pmu_create: out is NULL");
   *out = NULL;
+  if (!sys) {
+    pthread_mutex_lock(&g_sys_mu);
+    sys = g_default_sys;
+    pthread_mutex_unlock(&g_sys_mu);
+  }
   opf_pmu *p = calloc(1, sizeof *p);
   if (!p) return opf_err_set(err, OPF_ENOMEM, "out of memory for the counter set");
   p->sys.perf_event_open =
@@ -366,7 +579,18 @@ static void close_thread(opf_pmu *p, pmu_thread *t) {
   }
 }
 
+static void unmap_pages(opf_pmu *p) {
+  long pg = sysconf(_SC_PAGESIZE);
+  for (size_t i = 0; i < p->n_ev; i++) {
+    if (p->ev[i].page) munmap((void *)p->ev[i].page, (size_t)pg);
+    p->ev[i].page = NULL;
+  }
+  memset(p->grp_rdpmc, 0, sizeof p->grp_rdpmc);
+  p->n_rdpmc = 0;
+}
+
 static void close_all(opf_pmu *p) {
+  unmap_pages(p); /* before the fds: a page belongs to its fd */
   for (int t = 0; t < p->n_th; t++) close_thread(p, &p->th[t]);
   p->n_grp = 0;
 }
@@ -539,8 +763,16 @@ int opf_pmu_open(opf_pmu *p, opf_err *err) {
   if (!p) return opf_err_set(err, OPF_EINVAL, "opf_pmu_open: no counter set");
   opf_pmu_close(p);
   p->hw_probe = -1;
+  p->rdpmc_note[0] = '\0';
   for (size_t i = 0; i < p->n_ev; i++) {
     pmu_ev *ev = &p->ev[i];
+    if (ev->kind == KIND_NONE) { /* stays as created: NOT_SUPPORTED with its reason */
+      ev->dropped = 1;
+      ev->pub.status = OPF_EV_NOT_SUPPORTED;
+      ev->pub.group = -1;
+      snprintf(ev->pub.reason, sizeof ev->pub.reason, "%s", ev->unavail);
+      continue;
+    }
     ev->attr = ev->enc;
     ev->attr.size = sizeof ev->attr;
     ev->attr.read_format = OPF_READ_FORMAT;
@@ -561,14 +793,16 @@ int opf_pmu_open(opf_pmu *p, opf_err *err) {
   if (n_tids < 0) {
     char eb[96];
     const char *why = err_text(-n_tids, eb, sizeof eb);
-    for (size_t i = 0; i < p->n_ev; i++) drop_event(p, (int)i, -n_tids, "threads not listable");
+    for (size_t i = 0; i < p->n_ev; i++)
+      if (p->ev[i].kind != KIND_NONE) drop_event(p, (int)i, -n_tids, "threads not listable");
     return opf_err_set(err, OPF_ESYS, "cannot list the threads in /proc/self/task: %s", why);
   }
   if (n_tids > OPF_PMU_MAX_THREADS) {
     char reason[sizeof p->ev[0].pub.reason];
     snprintf(reason, sizeof reason, "process has %d threads; counters support at most %d",
              n_tids, OPF_PMU_MAX_THREADS);
-    for (size_t i = 0; i < p->n_ev; i++) drop_event(p, (int)i, 0, reason);
+    for (size_t i = 0; i < p->n_ev; i++)
+      if (p->ev[i].kind != KIND_NONE) drop_event(p, (int)i, 0, reason);
     return OPF_OK;
   }
 
@@ -649,6 +883,7 @@ int opf_pmu_open(opf_pmu *p, opf_err *err) {
    * here on (it costs one context switch, before any snapshot). */
   struct timespec ts = {0, 1000};
   nanosleep(&ts, NULL);
+  rdpmc_setup(p);
   return OPF_OK;
 }
 
@@ -666,6 +901,283 @@ void opf_pmu_free(opf_pmu *p) {
   free(p);
 }
 
+/* ---- rdpmc -------------------------------------------------------------------------------
+ * The perf_event_mmap_page of an event lets its own thread read the count without a system
+ * call: under the page's seqlock, count = offset + the hardware counter (rdpmc index - 1,
+ * sign-extended from pmc_width bits), and with cap_user_time the TSC gives how far enabled and
+ * running have moved since the page was written (perf_event_open(2), "Memory-mapped layout").
+ *
+ * Without cap_user_time (kernels whose sched_clock is not the TSC: KVM guests using kvm-clock,
+ * such as this project's VMs) the page's times are those of its last update. The kernel
+ * rewrites the page whenever the event is (re)started on a counter, i.e. at every
+ * schedule-in of the thread and every multiplexing rotation. So while the page's seq does not
+ * change and the event is on a counter (index != 0), the thread has been running and counting
+ * without a break, and both times grew by the wall time since the page was first seen with
+ * that seq. And when enabled == running on the page the event has never been multiplexed: its
+ * scaling factor is exactly 1 whatever the unknown part. That is the only case read through
+ * the page without cap_user_time (OPF_UPAGE_STALE_TIME); anything else goes to read(). The
+ * extension slightly under-states both times (by the time between the update and its first
+ * observation), never their ratio, and they are kept monotonic per event. */
+
+#if defined(__x86_64__) || defined(__i386__)
+#define OPF_HAVE_RDPMC 1
+static inline uint64_t hw_rdpmc(uint32_t c) {
+  uint32_t lo, hi;
+  __asm__ __volatile__("rdpmc" : "=a"(lo), "=d"(hi) : "c"(c));
+  return lo | (uint64_t)hi << 32;
+}
+static inline uint64_t hw_rdtsc(void) {
+  uint32_t lo, hi;
+  __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+  return lo | (uint64_t)hi << 32;
+}
+#else
+#define OPF_HAVE_RDPMC 0
+static inline uint64_t hw_rdpmc(uint32_t c) { (void)c; return 0; }
+static inline uint64_t hw_rdtsc(void) { return 0; }
+#endif
+
+#define OPF_BARRIER() __asm__ __volatile__("" ::: "memory")
+
+int opf_upage_eval(const opf_upage *u, uint64_t *value, uint64_t *enabled, uint64_t *running) {
+  uint64_t count = (uint64_t)u->offset;
+  if (u->index) {
+    if (!u->cap_user_rdpmc || u->pmc_width == 0 || u->pmc_width > 64) return OPF_UPAGE_FALLBACK;
+    int64_t pmc = (int64_t)u->pmc;
+    if (u->pmc_width < 64) { /* sign extension from pmc_width bits, without signed overflow */
+      uint64_t m = 1ULL << (u->pmc_width - 1);
+      uint64_t x = u->pmc & ((m << 1) - 1);
+      pmc = (int64_t)(x ^ m) - (int64_t)m;
+    }
+    count += (uint64_t)pmc;
+  }
+  uint64_t en = u->time_enabled, run = u->time_running;
+  if (u->cap_user_time) {
+    uint64_t cyc = u->tsc;
+    if (u->cap_user_time_short) cyc = u->time_cycles + ((cyc - u->time_cycles) & u->time_mask);
+    if (u->time_shift >= 64) return OPF_UPAGE_FALLBACK;
+    uint64_t quot = cyc >> u->time_shift;
+    uint64_t rem = cyc & ((1ULL << u->time_shift) - 1);
+    uint64_t delta = u->time_offset + quot * u->time_mult + ((rem * u->time_mult) >> u->time_shift);
+    en += delta;
+    if (u->index) run += delta;
+    *value = count;
+    *enabled = en;
+    *running = run;
+    return OPF_UPAGE_EXACT;
+  }
+  if (!u->index || en != run) return OPF_UPAGE_FALLBACK;
+  *value = count;
+  *enabled = en;
+  *running = run;
+  return OPF_UPAGE_STALE_TIME;
+}
+
+static uint64_t mono_raw_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Count and times of event ev of th[0] from its page. Returns 0, or -1 to use read(). */
+static int page_read(pmu_ev *ev, uint64_t *value, uint64_t *enabled, uint64_t *running) {
+  volatile struct perf_event_mmap_page *pc = ev->page;
+  opf_upage u;
+  uint32_t seq;
+  int tries = 0;
+  do {
+    if (++tries > 100) return -1; /* the page keeps changing: let the kernel read it */
+    seq = pc->lock;
+    OPF_BARRIER();
+    memset(&u, 0, sizeof u);
+    u.time_enabled = pc->time_enabled;
+    u.time_running = pc->time_running;
+    u.cap_user_rdpmc = pc->cap_user_rdpmc;
+    u.cap_user_time = pc->cap_user_time;
+    u.cap_user_time_short = pc->cap_user_time_short;
+    if (u.cap_user_time) {
+      u.tsc = hw_rdtsc();
+      u.time_offset = pc->time_offset;
+      u.time_mult = pc->time_mult;
+      u.time_shift = pc->time_shift;
+      if (u.cap_user_time_short) {
+        u.time_cycles = pc->time_cycles;
+        u.time_mask = pc->time_mask;
+      }
+    }
+    u.index = pc->index;
+    u.offset = pc->offset;
+    u.pmc_width = pc->pmc_width;
+    if (u.cap_user_rdpmc && u.index) u.pmc = hw_rdpmc(u.index - 1);
+    OPF_BARRIER();
+  } while (pc->lock != seq);
+  uint64_t v, en, run;
+  int how = opf_upage_eval(&u, &v, &en, &run);
+  if (how == OPF_UPAGE_FALLBACK) return -1;
+  if (how == OPF_UPAGE_STALE_TIME) {
+    uint64_t now = mono_raw_ns();
+    if (!ev->est_valid || ev->est_seq != seq) {
+      ev->est_valid = 1;
+      ev->est_seq = seq;
+      ev->est_t0 = now;
+    }
+    en += now - ev->est_t0;
+    run += now - ev->est_t0;
+  }
+  if (en < ev->last_en) en = ev->last_en;
+  if (run < ev->last_run) run = ev->last_run;
+  ev->last_en = en;
+  ev->last_run = run;
+  *value = v;
+  *enabled = en;
+  *running = run;
+  return 0;
+}
+
+/* Group g of th[0] through the pages, added to s only if every member could be read. */
+static int rdpmc_group(opf_pmu *p, int g, opf_pmu_snap *s) {
+  const pmu_group *gr = &p->grp[g];
+  uint64_t v[OPF_PMU_MAX_EVENTS], en[OPF_PMU_MAX_EVENTS], run[OPF_PMU_MAX_EVENTS];
+  for (int k = 0; k < gr->n; k++)
+    if (page_read(&p->ev[gr->ev[k]], &v[k], &en[k], &run[k]) != 0) return -1;
+  for (int k = 0; k < gr->n; k++) {
+    int i = gr->ev[k];
+    s->value[i] += v[k];
+    s->enabled[i] += en[k];
+    s->running[i] += run[k];
+  }
+  return 0;
+}
+
+static unsigned g_fork_gen;
+static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+/* mmaps of perf fds are not inherited (VM_DONTCOPY): a forked child must not touch them. */
+static void on_fork_child(void) { __atomic_add_fetch(&g_fork_gen, 1, __ATOMIC_RELAXED); }
+static void atfork_register(void) { pthread_atfork(NULL, NULL, on_fork_child); }
+
+static int rdpmc_usable_now(const opf_pmu *p) {
+  return p->n_rdpmc && pthread_equal(pthread_self(), p->owner) &&
+         p->fork_gen == __atomic_load_n(&g_fork_gen, __ATOMIC_RELAXED);
+}
+
+static int env_on(const char *name) {
+  const char *v = getenv(name);
+  return v && *v && strcmp(v, "0") != 0;
+}
+
+static int read_impl(opf_pmu *p, opf_pmu_snap *s, int allow_rdpmc);
+
+/* Median of 7 timed snapshots, in ns. */
+static double time_reads(opf_pmu *p, int allow_rdpmc) {
+  double t[7];
+  opf_pmu_snap s;
+  read_impl(p, &s, allow_rdpmc);
+  for (int r = 0; r < 7; r++) {
+    uint64_t a = mono_raw_ns();
+    read_impl(p, &s, allow_rdpmc);
+    t[r] = (double)(mono_raw_ns() - a);
+  }
+  for (int i = 1; i < 7; i++)
+    for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+      double x = t[j];
+      t[j] = t[j - 1];
+      t[j - 1] = x;
+    }
+  return t[3];
+}
+
+/* After a successful open: map the pages of th[0]'s hardware events and decide per group. */
+static void rdpmc_setup(opf_pmu *p) {
+  unmap_pages(p);
+  p->owner = pthread_self();
+  p->fork_gen = __atomic_load_n(&g_fork_gen, __ATOMIC_RELAXED);
+  int has_hw = 0;
+  for (int g = 0; g < p->n_grp; g++) has_hw |= p->ev[p->grp[g].ev[0]].kind == KIND_HW;
+  if (!has_hw) {
+    snprintf(p->rdpmc_note, sizeof p->rdpmc_note, "rdpmc: no hardware events open");
+    return;
+  }
+  if (!OPF_HAVE_RDPMC) {
+    snprintf(p->rdpmc_note, sizeof p->rdpmc_note, "rdpmc: not on this architecture");
+    return;
+  }
+  if (env_on("OPPERF_NO_RDPMC")) {
+    snprintf(p->rdpmc_note, sizeof p->rdpmc_note, "rdpmc: off (OPPERF_NO_RDPMC)");
+    return;
+  }
+  if (p->sys.perf_event_open != real_perf_event_open) { /* injected fds cannot be mapped */
+    snprintf(p->rdpmc_note, sizeof p->rdpmc_note, "rdpmc: off (system calls replaced)");
+    return;
+  }
+  pthread_once(&g_atfork_once, atfork_register);
+  long pg = sysconf(_SC_PAGESIZE);
+  const pmu_thread *t0 = &p->th[0];
+  int mapped = 0, capable = 0, map_err = 0;
+  for (int g = 0; g < p->n_grp; g++) {
+    const pmu_group *gr = &p->grp[g];
+    int ok = 1;
+    for (int k = 0; k < gr->n; k++) {
+      pmu_ev *ev = &p->ev[gr->ev[k]];
+      ev->est_valid = 0;
+      ev->last_en = ev->last_run = 0;
+      if (ev->kind != KIND_HW || t0->fd[gr->ev[k]] < 0) {
+        ok = 0;
+        continue;
+      }
+      void *m = mmap(NULL, (size_t)pg, PROT_READ, MAP_SHARED, t0->fd[gr->ev[k]], 0);
+      if (m == MAP_FAILED) {
+        map_err = errno;
+        ok = 0;
+        continue;
+      }
+      ev->page = m;
+      mapped++;
+      if (ev->page->cap_user_rdpmc)
+        capable++;
+      else
+        ok = 0;
+    }
+    p->grp_rdpmc[g] = ok;
+    if (ok) p->n_rdpmc += (size_t)gr->n;
+  }
+  if (p->n_rdpmc == 0) {
+    char eb[96];
+    if (!mapped)
+      snprintf(p->rdpmc_note, sizeof p->rdpmc_note, "rdpmc: cannot map the event pages (%s)",
+               map_err ? err_text(map_err, eb, sizeof eb) : "no hardware group");
+    else
+      snprintf(p->rdpmc_note, sizeof p->rdpmc_note,
+               "rdpmc: not allowed by the kernel (cap_user_rdpmc = 0 on %d of %d pages)",
+               mapped - capable, mapped);
+    unmap_pages(p);
+    return;
+  }
+  if (env_on("OPPERF_RDPMC")) {
+    snprintf(p->rdpmc_note, sizeof p->rdpmc_note, "rdpmc: %zu event%s (OPPERF_RDPMC)",
+             p->n_rdpmc, p->n_rdpmc == 1 ? "" : "s");
+    return;
+  }
+  /* auto: keep rdpmc only where it beats read(); a hypervisor may trap every rdpmc */
+  double t_sys = time_reads(p, 0), t_pmc = time_reads(p, 1);
+  if (t_pmc < t_sys) {
+    snprintf(p->rdpmc_note, sizeof p->rdpmc_note,
+             "rdpmc: %zu event%s (auto: %.0f ns vs %.0f ns per snapshot with read())",
+             p->n_rdpmc, p->n_rdpmc == 1 ? "" : "s", t_pmc, t_sys);
+    return;
+  }
+  snprintf(p->rdpmc_note, sizeof p->rdpmc_note,
+           "rdpmc: allowed but slower here (auto: %.0f ns vs %.0f ns per snapshot with read()): "
+           "read() used; OPPERF_RDPMC=1 forces it", t_pmc, t_sys);
+  unmap_pages(p);
+}
+
+size_t opf_pmu_n_rdpmc(const opf_pmu *p) { return p ? p->n_rdpmc : 0; }
+
+const char *opf_pmu_rdpmc_note(const opf_pmu *p) {
+  if (!p) return "";
+  return p->rdpmc_note[0] ? p->rdpmc_note : "rdpmc: counters not open";
+}
+
 /* ---- queries and reads ------------------------------------------------------------------ */
 
 size_t opf_pmu_count(const opf_pmu *p) { return p ? p->n_ev : 0; }
@@ -676,17 +1188,25 @@ const opf_pmu_event *opf_pmu_event_at(const opf_pmu *p, size_t i) {
 
 size_t opf_pmu_n_open(const opf_pmu *p) { return p ? p->n_open : 0; }
 
-int opf_pmu_read(opf_pmu *p, opf_pmu_snap *s) {
-  if (!p || !s) return OPF_EINVAL;
+static int read_impl(opf_pmu *p, opf_pmu_snap *s, int allow_rdpmc) {
   memset(s, 0, sizeof *s);
   uint64_t buf[OPF_READ_WORDS];
+  int own = rdpmc_usable_now(p);
   for (int t = 0; t < p->n_th; t++) {
     const pmu_thread *th = &p->th[t];
     for (int g = 0; g < p->n_grp; g++) {
       const pmu_group *gr = &p->grp[g];
+      if (t == 0 && own && allow_rdpmc && p->grp_rdpmc[g] && rdpmc_group(p, g, s) == 0)
+        continue;
       int rc = read_group(p, th, gr, buf);
       if (rc < 0) return rc;
       uint64_t en = buf[1], run = buf[2];
+      if (t == 0 && own && p->grp_rdpmc[g]) /* later page reads stay monotonic after this */
+        for (int k = 0; k < gr->n; k++) {
+          pmu_ev *ev = &p->ev[gr->ev[k]];
+          if (en > ev->last_en) ev->last_en = en;
+          if (run > ev->last_run) ev->last_run = run;
+        }
       for (int k = 0; k < gr->n; k++) {
         int i = gr->ev[k];
         uint64_t id = buf[4 + 2 * k];
@@ -703,6 +1223,16 @@ int opf_pmu_read(opf_pmu *p, opf_pmu_snap *s) {
     }
   }
   return OPF_OK;
+}
+
+int opf_pmu_read(opf_pmu *p, opf_pmu_snap *s) {
+  if (!p || !s) return OPF_EINVAL;
+  return read_impl(p, s, 1);
+}
+
+int opf_pmu_read_syscall(opf_pmu *p, opf_pmu_snap *s) {
+  if (!p || !s) return OPF_EINVAL;
+  return read_impl(p, s, 0);
 }
 
 int opf_pmu_delta(const opf_pmu *p, size_t i, const opf_pmu_snap *a, const opf_pmu_snap *b,

@@ -35,4 +35,41 @@ void opf_pmu_attr_view_decode(const void *attr, opf_pmu_attr_view *v);
 /* The attribute event i was (or will be) opened with. Returns 0, OPF_EINVAL for a bad index. */
 int opf_pmu_attr_view_of(const opf_pmu *p, size_t i, opf_pmu_attr_view *v);
 
+/* ---- test hooks ------------------------------------------------------------------------- */
+/* System calls opf_pmu_create uses when given sys == NULL (NULL: the real ones). Lets tests
+ * inject failures into code that creates its own counter sets (src/overhead.c). */
+void opf_pmu_set_default_sys(const opf_pmu_sys *sys);
+/* Pretend libpfm4 detected this core PMU when resolving the topdown preset ("skx", "icl",
+ * "amd64_fam19h_zen4"; "" = none detected; NULL = use what libpfm4 really detects). */
+void opf_pmu_set_topdown_pmu(const char *pmu);
+/* The topdown members for a libpfm4 PMU name, written as libpfm4 strings into out. Returns
+ * how many (0: libpfm4 has no top-down table for that PMU in opperf). */
+int opf_pmu_topdown_members(const char *pmu, char out[][96], int max);
+/* opf_pmu_read through read() only, never rdpmc (to compare the two paths). */
+int opf_pmu_read_syscall(opf_pmu *p, opf_pmu_snap *s);
+
+/* The fields of a perf_event_mmap_page read under its seqlock, plus the raw rdpmc and rdtsc
+ * values read in the same pass (pmc only when index != 0 and cap_user_rdpmc). */
+typedef struct opf_upage {
+  uint32_t index;
+  int64_t offset;
+  uint64_t time_enabled, time_running;
+  uint16_t pmc_width;
+  int cap_user_rdpmc, cap_user_time, cap_user_time_short;
+  uint16_t time_shift;
+  uint32_t time_mult;
+  uint64_t time_offset, time_cycles, time_mask;
+  uint64_t pmc, tsc;
+} opf_upage;
+enum {
+  OPF_UPAGE_FALLBACK = 0, /* the page cannot give the count now: use read() */
+  OPF_UPAGE_EXACT = 1,    /* value, enabled and running are current (cap_user_time) */
+  OPF_UPAGE_STALE_TIME = 2 /* value current, times as of the page's last update: only
+                             returned when the event is on a counter and never multiplexed
+                             (enabled == running), so time ran for both since that update */
+};
+/* The count and times from a page, as perf_event_open(2) describes: offset plus the counter
+ * sign-extended from pmc_width bits; time deltas from the TSC when cap_user_time. */
+int opf_upage_eval(const opf_upage *u, uint64_t *value, uint64_t *enabled, uint64_t *running);
+
 #endif

@@ -143,6 +143,14 @@ void opf_result_release(opf_result *r);
  * NULL. Returns OPF_OK unless r itself could not be produced. */
 int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pass,
                 opf_pmu *pmu, opf_result *r);
+/* The harness's own cost per sample on an empty operator (src/overhead.c), in seconds, median
+ * over many samples: for each presets[i], two opf_now() reads plus, unless presets[i] is
+ * "timer" (or "" / NULL: no counters), two opf_pmu_read() snapshots of that counter list
+ * (a preset or any opf_pmu_create list) opened on every thread that exists now. A list none
+ * of whose events opens gives -1 (absent), never a made-up figure. Unknown names: OPF_ECONFIG
+ * with the message in err (out_per_sample all -1). Call after opf_runtime_setup so the
+ * counters cover the same threads as the run's. */
+int opf_overhead_measure(const char *const *presets, int n, double *out_per_sample, opf_err *err);
 /* Apply threads and CPU pinning (call once before anything creates threads). */
 int opf_runtime_setup(const opf_settings *s, opf_err *err);
 

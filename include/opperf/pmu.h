@@ -63,7 +63,9 @@ size_t opf_pmu_count(const opf_pmu *p);
 const opf_pmu_event *opf_pmu_event_at(const opf_pmu *p, size_t i);
 /* Number of events that opened (0: nothing to read). */
 size_t opf_pmu_n_open(const opf_pmu *p);
-/* Snapshot all open groups; cheap enough to call at every sample begin and end. */
+/* Snapshot all open groups; cheap enough to call at every sample begin and end. (From the
+ * thread that opened, hardware groups may be read with rdpmc: see "rdpmc" below; take both
+ * snapshots of a pair on the same thread.) */
 int opf_pmu_read(opf_pmu *p, opf_pmu_snap *s);
 /* Scaled delta of event i between two snapshots: raw delta * d_enabled / d_running.
  * *frac_running gets d_running / d_enabled (1 = counted all the time). Returns 0 when the event

@@ -11,6 +11,7 @@ typedef int (*cli_cmd_fn)(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_describe(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_events(int argc, char **argv);
 int cmd_machine(int argc, char **argv);
 
 /* Print "opperf: <message>" to stderr and return EXIT_USAGE. */

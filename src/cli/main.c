@@ -14,6 +14,7 @@ static const struct {
     {"list", cmd_list, "list operators (by category)"},
     {"describe", cmd_describe, "show an operator's inputs, params, shape sets and passes"},
     {"run", cmd_run, "benchmark operators: time, counters, memory; table/JSON/CSV/Markdown"},
+    {"events", cmd_events, "which performance counters work here (PMUs, presets, statuses)"},
     {"machine", cmd_machine, "measure peak FLOP/s and memory bandwidth (roofline ceilings)"},
 };
 
@@ -43,5 +44,5 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (!strcmp(cmd, commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
-  return cli_usage_error("unknown command '%s' (commands: list, describe, run, machine; see opperf -h)", cmd);
+  return cli_usage_error("unknown command '%s' (commands: list, describe, run, machine, events; see opperf -h)", cmd);
 }

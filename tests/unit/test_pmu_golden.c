@@ -102,12 +102,76 @@ static void test_unknown_model_event(void **state) {
   assert_null(p);
 }
 
+/* The topdown preset's table: for every core PMU it names, the preset resolves to events
+ * libpfm4 encodes, for that PMU. Spot checks from the vendors' tables: UOPS_ISSUED.ANY = event
+ * 0EH umask 01H (Intel SDM vol. 3B, Skylake; Sapphire Rapids moved it to AEH), TOPDOWN.SLOTS =
+ * event 00H umask 04H (fixed counter 3, Ice Lake), INT_MISC.RECOVERY_CYCLES = 0DH umask 01H
+ * (with cmask 1 on Haswell/Broadwell), AMD Zen 4 PMCx1A0 umask 01H (dispatch slots with no
+ * ops from the frontend; event-select bits 11:8 at config bits 35:32) and PMCx0AA umask 07H
+ * (ops dispatched from any source). */
+static void test_topdown_tables(void **state) {
+  (void)state;
+  static const char *pmus[] = {"hsw", "hsw_ep", "bdw", "bdw_ep", "skl", "skx", "clx",
+                               "icl", "icx", "spr", "amd64_fam19h_zen4"};
+  static const struct {
+    const char *pmu;
+    int idx;
+    uint64_t config;
+  } spot[] = {
+      {"skx", 1, 0x10e},         {"hsw", 4, 0x100030d},         {"skl", 4, 0x10d},
+      {"icl", 0, 0x400},         {"spr", 2, 0x2c2},             {"spr", 1, 0x1ae},
+      {"amd64_fam19h_zen4", 1, 0x1000001a0},                    {"amd64_fam19h_zen4", 3, 0x7aa},
+  };
+  for (size_t k = 0; k < sizeof pmus / sizeof pmus[0]; k++) {
+    char m[OPF_PMU_PRESET_MAX][96];
+    int n = opf_pmu_topdown_members(pmus[k], m, OPF_PMU_PRESET_MAX);
+    assert_int_equal(n, 5); /* fits the general-purpose counters in one group */
+    opf_pmu_set_topdown_pmu(pmus[k]);
+    opf_pmu_preset_info pi;
+    assert_int_equal(opf_pmu_preset_at(opf_pmu_preset_find("topdown"), &pi), OPF_OK);
+    assert_int_equal(pi.n, 5);
+    opf_pmu *p = NULL;
+    opf_err err = {0};
+    if (opf_pmu_create(&p, "topdown", NULL, &err) != OPF_OK)
+      fail_msg("topdown for %s: %s", pmus[k], err.msg);
+    assert_int_equal(opf_pmu_count(p), 5);
+    for (size_t i = 0; i < 5; i++) {
+      const opf_pmu_event *e = opf_pmu_event_at(p, i);
+      assert_string_equal(e->name, m[i]);
+      assert_string_equal(e->name, pi.member[i]);
+      assert_int_equal(e->status, OPF_EV_COUNTED); /* encoded, to be opened */
+      if (!strncmp(e->name, "perf::", 6)) {
+        assert_int_equal(e->type, T_HARDWARE);
+        continue;
+      }
+      assert_int_equal(e->type, T_RAW);
+      /* encoded by the named PMU, not by whatever libpfm4 would pick first */
+      assert_memory_equal(e->fstr, pmus[k], strlen(pmus[k]));
+      assert_memory_equal(e->fstr + strlen(pmus[k]), "::", 2);
+    }
+    for (size_t j = 0; j < sizeof spot / sizeof spot[0]; j++)
+      if (!strcmp(spot[j].pmu, pmus[k]) && opf_pmu_event_at(p, (size_t)spot[j].idx)->config !=
+                                                spot[j].config)
+        fail_msg("%s: %s config %#llx, want %#llx", pmus[k], m[spot[j].idx],
+                 (unsigned long long)opf_pmu_event_at(p, (size_t)spot[j].idx)->config,
+                 (unsigned long long)spot[j].config);
+    opf_pmu_free(p);
+  }
+  opf_pmu_set_topdown_pmu(NULL);
+  char m[OPF_PMU_PRESET_MAX][96];
+  assert_int_equal(opf_pmu_topdown_members("amd64_fam19h_zen3", m, OPF_PMU_PRESET_MAX), 0);
+  assert_int_equal(opf_pmu_topdown_members("perf", m, OPF_PMU_PRESET_MAX), 0);
+  assert_int_equal(opf_pmu_topdown_members(NULL, m, OPF_PMU_PRESET_MAX), 0);
+  assert_int_equal(opf_pmu_topdown_members("skx", m, 2), 2); /* max respected */
+}
+
 int main(void) {
   /* Before the first opf_pmu_create: libpfm4 reads it in pfm_initialize(). */
   setenv("LIBPFM_ENCODE_INACTIVE", "1", 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden_encodings),
       cmocka_unit_test(test_unknown_model_event),
+      cmocka_unit_test(test_topdown_tables),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
