@@ -72,6 +72,9 @@ static cJSON *context_json(const opf_context *c) {
   cJSON_AddStringToObject(timer, "clock", "CLOCK_MONOTONIC_RAW");
   cJSON_AddNumberToObject(timer, "resolution_s", c->timer_resolution);
   cJSON_AddNumberToObject(timer, "read_overhead_s", c->timer_overhead);
+  cJSON *ov = cJSON_AddObjectToObject(o, "harness_overhead_per_sample_s");
+  for (int i = 0; i < c->n_overhead; i++)
+    cJSON_AddNumberToObject(ov, c->overhead[i].what, c->overhead[i].per_sample_s);
   cJSON_AddItemToObject(o, "settings", settings_json(&c->settings));
   cJSON_AddStringToObject(o, "command", c->command);
   cJSON_AddStringToObject(o, "timestamp", c->timestamp);

@@ -48,6 +48,15 @@ static void print_header(const opf_emitter *e, FILE *f, int md) {
           s->cpus[0] ? ", pinned to " : "", s->cpus, s->cache == OPF_CACHE_COLD ? "cold" : "warm",
           (unsigned long long)s->seed);
   if (md) fprintf(f, "**\n\n");
+  if (c->n_overhead) {
+    fprintf(f, "%sharness overhead per sample:", md ? "- " : "");
+    for (int i = 0; i < c->n_overhead; i++) {
+      char b[32];
+      fprintf(f, "%s %s %s", i ? "," : "", c->overhead[i].what,
+              opf_fmt_time(c->overhead[i].per_sample_s, b, sizeof b));
+    }
+    fputc('\n', f);
+  }
   int hw_missing = 0;
   for (int i = 0; i < c->n_events; i++) {
     const opf_pmu_event *ev = &c->events[i];

@@ -434,7 +434,20 @@ int cmd_run(int argc, char **argv) {
   char *paths[MAX_OUTPUTS];
   opf_emitter *em[MAX_OUTPUTS] = {0};
   resolve_paths(&o, paths);
-  if (ctx) opf_context_collect(ctx, &o.s, pmu, command);
+  if (ctx) {
+    opf_context_collect(ctx, &o.s, pmu, command);
+    /* The harness's own cost per sample, on an empty operator: timer only, and with the
+     * run's counters (absent when none of them opens: never a made-up figure). */
+    const char *what[2] = {"timer", o.s.events};
+    double per[2];
+    if (opf_overhead_measure(what, o.s.events[0] ? 2 : 1, per, &e) == OPF_OK)
+      for (int i = 0; i < 2 && i < (o.s.events[0] ? 2 : 1); i++)
+        if (per[i] >= 0) {
+          snprintf(ctx->overhead[ctx->n_overhead].what, sizeof ctx->overhead[0].what, "%s",
+                   i ? "timer+counters" : "timer");
+          ctx->overhead[ctx->n_overhead++].per_sample_s = per[i];
+        }
+  }
   for (int i = 0; ctx && !rc && i < o.n_out; i++) rc = opf_emitter_begin(&em[i], o.fmt[i], paths[i], ctx, &e);
 
   int failed = 0, total = 0, done = 0, tty = isatty(2);

@@ -27,7 +27,7 @@ expect() {
 # --- help and version -------------------------------------------------------------------
 expect 0 "" -- --version
 grep -q '^opperf [0-9]' "$tmp/out" || fail "--version output: $(cat "$tmp/out")"
-for cmd in list describe run; do
+for cmd in list describe run events; do
   expect 0 "" -- "$cmd" -h
   grep -q "usage: opperf $cmd" "$tmp/out" || fail "$cmd -h prints no usage"
 done
@@ -44,6 +44,12 @@ expect 2 "no operator in category 'nosuch'" -- list --category nosuch
 expect 0 "" -- describe relu
 grep -q 'shape sets' "$tmp/out" || fail "describe relu lacks shape sets"
 expect 2 "did you mean 'relu'?" -- describe rleu
+
+# --- events ---------------------------------------------------------------------------
+expect 0 "" -- events sw
+grep -q 'task-clock' "$tmp/out" || fail "events sw lacks task-clock"
+grep -q '^hardware counters: ' "$tmp/out" || fail "events prints no verdict"
+expect 2 "unknown event 'cycels'" -- events cycels
 
 # --- runs ---------------------------------------------------------------------------------
 expect 0 "" -- run relu --shapes small "${quick[@]}" --format table,json=$tmp/r.json,csv=$tmp/r.csv,md=$tmp/r.md
@@ -65,6 +71,7 @@ for r in res:
     assert "memory" in r and r["memory"]["peak_live_bytes"] > 0
     names = [e["name"] for e in r["counters"]]
     assert "task-clock" in names, names
+assert "timer" in c["harness_overhead_per_sample_s"]
 PY
 head -1 "$tmp/r.csv" | grep -q '^op,category,impl,set,dtype,pass,status,' || fail "CSV header"
 [ "$(wc -l <"$tmp/r.csv")" -ge 7 ] || fail "CSV rows"
