@@ -7,6 +7,7 @@
 #include <math.h>
 #include <omp.h>
 #include <pwd.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,7 +36,7 @@
  * in flight to keep both pipes busy; 16 (AVX-512: 32 registers) and 12 (AVX2 / SSE2: 16
  * registers, 2 kept for m and c) hide it with margin. m < 1 makes the accumulators converge to
  * c / (1 - m): no overflow, no denormals whatever the iteration count. Intrinsics rather than
- * auto-vectorisation so the instruction is certain (vfmadd231ps/pd on zmm / ymm); each function
+ * auto-vectorisation so the instruction is certain (vfmadd...ps/pd on zmm / ymm); each function
  * carries its own target attribute and is only called after __builtin_cpu_supports said yes,
  * so valgrind (no AVX-512 in its CPUID) gets the AVX2 kernel.
  * ------------------------------------------------------------------------------------------ */
@@ -45,8 +46,8 @@ typedef double (*fma_fn)(long iters);   /* returns a value depending on every ac
 typedef struct fma_kernel {
   const char *isa;
   int lanes[2];   /* [f32, f64] elements per vector */
-  int nacc;       /* vector accumulators per iteration */
-  int fma;        /* 1: fused (2 FLOP per lane in one instruction); 0: mul + add (2 FLOP) */
+  int nacc;       /* vector accumulators per iteration; 2 FLOP per lane each (an FMA, or
+                   * SSE2's mul + add) */
   fma_fn fn[2];
 } fma_kernel;
 
@@ -91,10 +92,10 @@ DEF_FMA(fma_f64_sse2, "sse2", __m128d, _mm_set1_pd, SSE_MULADD_PD, _mm_add_pd, _
 static fma_kernel pick_fma(void) {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f"))
-    return (fma_kernel){"avx512", {16, 8}, 16, 1, {fma_f32_avx512, fma_f64_avx512}};
+    return (fma_kernel){"avx512", {16, 8}, 16, {fma_f32_avx512, fma_f64_avx512}};
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return (fma_kernel){"avx2", {8, 4}, 12, 1, {fma_f32_avx2, fma_f64_avx2}};
-  return (fma_kernel){"sse2", {4, 2}, 12, 0, {fma_f32_sse2, fma_f64_sse2}};
+    return (fma_kernel){"avx2", {8, 4}, 12, {fma_f32_avx2, fma_f64_avx2}};
+  return (fma_kernel){"sse2", {4, 2}, 12, {fma_f32_sse2, fma_f64_sse2}};
 }
 
 #else /* not x86: GCC vector extensions, whatever the compiler makes of them */
@@ -117,7 +118,7 @@ GEN_FMA(fma_f32_generic, v4f, float, 12)
 GEN_FMA(fma_f64_generic, v2d, double, 12)
 
 static fma_kernel pick_fma(void) {
-  return (fma_kernel){"generic128", {4, 2}, 12, 1, {fma_f32_generic, fma_f64_generic}};
+  return (fma_kernel){"generic128", {4, 2}, 12, {fma_f32_generic, fma_f64_generic}};
 }
 
 #endif
@@ -215,9 +216,38 @@ static void spin_barrier_wait(spin_barrier *b, int *local_sense) {
   }
 }
 
+/* Pin the calling thread (team member id) to one CPU of those it may use, for the time of a
+ * measurement: left to itself the scheduler may stack two threads of the team on one CPU of a
+ * busy machine (measured here at load 6 on 2 CPUs: the second thread started each rep a whole
+ * time slice, 8 ms, late, so the team never ran together), and the "all threads" figure would
+ * be that of one CPU. A thread that is already on one CPU (the user's pinning) stays there.
+ * Returns 1 when pinned; pin_end restores the previous mask. */
+static int pin_begin(int id, cpu_set_t *old) {
+  if (sched_getaffinity(0, sizeof *old, old) || CPU_COUNT(old) < 2) return 0;
+  int want = id % CPU_COUNT(old), seen = 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+    if (!CPU_ISSET(cpu, old)) continue;
+    if (seen++ == want) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      return sched_setaffinity(0, sizeof one, &one) == 0;   /* 0: this thread (Linux) */
+    }
+  }
+  return 0;
+}
+
+static void pin_end(int pinned, const cpu_set_t *old) {
+  if (pinned) sched_setaffinity(0, sizeof *old, old);
+}
+
 /* Best rate (FLOP/s or bytes/s) over about `seconds` and at least 3 timed reps after one
- * untimed warm-up rep (pool, TLB, clone resolution). FMA reps much shorter than the target
- * (calibrated during a hiccup) are lengthened on the way. 0 when out of memory. */
+ * untimed warm-up rep (pool, TLB, clone resolution). Until 3 reps have both run with the
+ * whole team together and come within 10% of the best (a loaded machine), it goes on for up
+ * to 3 x `seconds` (at least 0.2 s) more: a best-of that never saw the team run together is
+ * a figure of the scheduler, and one that was never reproduced may be a fluke. FMA reps much
+ * shorter than the target (calibrated during a hiccup) are lengthened on the way. 0 when out
+ * of memory. */
 static double team_best(rep_work *w, int threads, double seconds, int *team) {
   double *t0s = calloc((size_t)threads, sizeof *t0s), *t1s = calloc((size_t)threads, sizeof *t1s);
   if (!t0s || !t1s) {
@@ -225,13 +255,16 @@ static double team_best(rep_work *w, int threads, double seconds, int *team) {
     return 0;
   }
   double target = rep_target(seconds), best = 0, t_end = 0, sink = 0;
-  int stop = 0, got = 1;
+  double grace = 3 * seconds > 0.2 ? 3 * seconds : 0.2;
+  int stop = 0, got = 1, good = 0;
   spin_barrier bar;
   atomic_init(&bar.count, 0);
   atomic_init(&bar.sense, 0);
 #pragma omp parallel num_threads(threads) reduction(+ : sink)
   {
     int id = omp_get_thread_num(), nt = omp_get_num_threads(), sense = 0;
+    cpu_set_t old;
+    int pinned = nt > 1 ? pin_begin(id, &old) : 0;
 #pragma omp single
     {
       got = bar.n = nt;
@@ -247,18 +280,30 @@ static double team_best(rep_work *w, int threads, double seconds, int *team) {
       t1s[id] = t1;
       spin_barrier_wait(&bar, &sense);
       if (id == 0) {   /* the others wait at the next barrier, which publishes stop / iters */
-        double lo = t0s[0], hi = t1s[0];
+        double lo = t0s[0], hi = t1s[0], last_start = t0s[0], first_end = t1s[0];
         for (int k = 1; k < nt; k++) {
           if (t0s[k] < lo) lo = t0s[k];
+          if (t0s[k] > last_start) last_start = t0s[k];
           if (t1s[k] > hi) hi = t1s[k];
+          if (t1s[k] < first_end) first_end = t1s[k];
         }
-        double el = hi - lo, units = rep_units(w, nt);
-        if (rep > 0 && el > 0 && units / el > best) best = units / el;
+        double el = hi - lo, rate = el > 0 ? rep_units(w, nt) / el : 0;
+        /* Good: the whole team started and ended together (equal work: a thread left waiting
+         * or preempted shows as a late start or a late end) and the rate is within 10% of the
+         * best; a new best more than 10% higher starts the count again. */
+        int clean = last_start - lo <= 0.05 * el && hi - first_end <= 0.05 * el;
+        if (rep > 0) {
+          if (rate > 1.1 * best) good = 0;
+          if (rate > best) best = rate;
+          good += clean && rate >= 0.9 * best;
+        }
         if (!w->triad && el < target / 2 && w->iters < (1L << 40)) w->iters *= 2;
         if (w->triad) w->next = (w->next + 1) % w->nwin;
-        if (rep >= 3 && opf_now() >= t_end) stop = 1;
+        double t = opf_now();
+        if (rep >= 3 && t >= t_end && (good >= 3 || t >= t_end + grace)) stop = 1;
       }
     }
+    pin_end(pinned, &old);
   }
   machine_sink = sink;
   free(t0s), free(t1s);
@@ -361,9 +406,13 @@ int opf_machine_measure(opf_machine *m, double seconds, opf_err *err) {
 #pragma omp parallel num_threads(nthreads)
   {
     size_t lo, hi;
-    chunk_of(win, omp_get_num_threads(), omp_get_thread_num(), &lo, &hi);
+    int id = omp_get_thread_num(), nt = omp_get_num_threads();
+    cpu_set_t old;
+    int pinned = nt > 1 ? pin_begin(id, &old) : 0;   /* on the CPU that will stream it */
+    chunk_of(win, nt, id, &lo, &hi);
     for (size_t off = 0; off < n; off += win)
       for (size_t i = off + lo; i < off + hi; i++) a[i] = 0.0, b[i] = 1.0, c[i] = 2.0;
+    pin_end(pinned, &old);
   }
   rep_work w = {.triad = 1, .a = a, .b = b, .c = c, .win = win, .nwin = TRIAD_WINDOWS};
   m->bandwidth[0] = team_best(&w, 1, seconds, NULL);
@@ -435,13 +484,21 @@ static int make_parent_dirs(const char *path, opf_err *err) {
   return OPF_OK;
 }
 
+/* [x, y] written with 17 significant digits: cJSON's own printing keeps 15 when they read back
+ * within a relative epsilon, so a saved figure would not always load back bit for bit. */
+static cJSON *exact_pair(const double v[2]) {
+  char buf[64];
+  snprintf(buf, sizeof buf, "[%.17g, %.17g]", v[0], v[1]);
+  return cJSON_CreateRaw(buf);
+}
+
 int opf_machine_save(const opf_machine *m, const char *path, opf_err *err) {
   if (!m || !path || !*path) return opf_err_set(err, OPF_EINVAL, "machine: nothing to save or no path");
   cJSON *root = cJSON_CreateObject();
   cJSON *pf = cJSON_CreateObject();
-  cJSON *bw = cJSON_CreateDoubleArray(m->bandwidth, 2);
-  cJSON *f32 = cJSON_CreateDoubleArray(m->peak_flops[OPF_F32], 2);
-  cJSON *f64 = cJSON_CreateDoubleArray(m->peak_flops[OPF_F64], 2);
+  cJSON *bw = exact_pair(m->bandwidth);
+  cJSON *f32 = exact_pair(m->peak_flops[OPF_F32]);
+  cJSON *f64 = exact_pair(m->peak_flops[OPF_F64]);
   if (!root || !pf || !bw || !f32 || !f64) {
     cJSON_Delete(root), cJSON_Delete(pf), cJSON_Delete(bw), cJSON_Delete(f32), cJSON_Delete(f64);
     return opf_err_set(err, OPF_ENOMEM, "out of memory");
@@ -501,7 +558,7 @@ int opf_machine_load(opf_machine *m, const char *path, opf_err *err) {
       return opf_err_set(err, OPF_ENOTFOUND, "no machine figures in '%s' (run opperf machine)", path);
     return opf_err_set(err, OPF_EIO, "cannot read '%s': %s", path, strerror(e));
   }
-  char buf[1 << 16];
+  char buf[16384];   /* a machine file is under 1 KiB */
   size_t len = fread(buf, 1, sizeof buf - 1, f);
   int rerr = ferror(f), big = !feof(f);
   fclose(f);
