@@ -68,6 +68,7 @@ static cJSON *context_json(const opf_context *c) {
   cJSON_AddNumberToObject(blas, "threads", c->blas_threads);
   cJSON_AddStringToObject(blas, "library", c->blas_library);
   cJSON_AddNumberToObject(o, "omp_threads", c->omp_threads);
+  cJSON_AddBoolToObject(o, "roofline_available", c->have_machine);
   cJSON *timer = cJSON_AddObjectToObject(o, "timer");
   cJSON_AddStringToObject(timer, "clock", "CLOCK_MONOTONIC_RAW");
   cJSON_AddNumberToObject(timer, "resolution_s", c->timer_resolution);

@@ -57,6 +57,9 @@ static void print_header(const opf_emitter *e, FILE *f, int md) {
     }
     fputc('\n', f);
   }
+  if (!c->have_machine)
+    fprintf(f, "%sno roofline %%: run `opperf machine` once to measure this machine's ceilings\n",
+            md ? "- " : "");
   int hw_missing = 0;
   for (int i = 0; i < c->n_events; i++) {
     const opf_pmu_event *ev = &c->events[i];

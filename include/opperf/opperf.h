@@ -7,5 +7,7 @@
 #include "opperf/op.h"
 #include "opperf/pmu.h"
 #include "opperf/harness.h"
+#include "opperf/machine.h"
+#include "opperf/metrics.h"
 #include "opperf/report.h"
 #endif

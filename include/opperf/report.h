@@ -38,6 +38,7 @@ typedef struct opf_context {
   char timestamp[32];        /* ISO 8601 UTC */
   char command[512];         /* the command line, for reproduction */
   opf_settings settings;
+  int have_machine;          /* roofline ceilings were available (opperf machine) */
   int n_overhead;            /* harness cost per sample on an empty operator */
   struct {
     char what[32];           /* "timer", "sw", "core", ... */

@@ -450,6 +450,12 @@ int cmd_run(int argc, char **argv) {
   }
   for (int i = 0; ctx && !rc && i < o.n_out; i++) rc = opf_emitter_begin(&em[i], o.fmt[i], paths[i], ctx, &e);
 
+  /* Roofline: from the figures `opperf machine` cached; absent (no % column) otherwise. */
+  opf_machine mach;
+  char mpath[512];
+  int have_machine = opf_machine_load(&mach, opf_machine_path(mpath, sizeof mpath), &e) == OPF_OK;
+  if (ctx) ctx->have_machine = have_machine;
+
   int failed = 0, total = 0, done = 0, tty = isatty(2);
   for (int i = 0; i < cl.n; i++)
     for (int p = 0; p < OPF_NPASSES; p++)
@@ -464,6 +470,7 @@ int cmd_run(int argc, char **argv) {
                        opf_dtype_name(c->c.dtype), opf_pass_name((opf_pass)p));
       opf_result r;
       opf_measure(&o.s, &c->c, c->set, (opf_pass)p, pmu, &r);
+      if (have_machine) r.roofline = opf_roofline_bound(&mach, r.dtype, o.s.threads, r.flops, r.bytes);
       failed += r.status == OPF_ST_ERROR;
       for (int k = 0; k < o.n_out; k++) opf_emitter_record(em[k], &r);
       opf_result_release(&r);

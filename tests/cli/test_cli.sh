@@ -27,7 +27,7 @@ expect() {
 # --- help and version -------------------------------------------------------------------
 expect 0 "" -- --version
 grep -q '^opperf [0-9]' "$tmp/out" || fail "--version output: $(cat "$tmp/out")"
-for cmd in list describe run events; do
+for cmd in list describe run events machine; do
   expect 0 "" -- "$cmd" -h
   grep -q "usage: opperf $cmd" "$tmp/out" || fail "$cmd -h prints no usage"
 done
