@@ -17,6 +17,25 @@
 extern char *openblas_get_config(void);
 extern int openblas_get_parallel(void);
 extern int openblas_get_num_threads(void);
+extern char *openblas_get_corename(void);
+extern char **environ;
+
+static double loadavg1(void) {
+  double l[1];
+  return getloadavg(l, 1) == 1 ? l[0] : -1;
+}
+
+/* Variables that change which kernels or how many threads run. */
+static void relevant_env(char *buf, size_t n) {
+  size_t off = 0;
+  buf[0] = '\0';
+  for (char **e = environ; *e && off < n; e++)
+    if (!strncmp(*e, "OPENBLAS_", 9) || !strncmp(*e, "OMP_", 4) || !strncmp(*e, "GOMP_", 5) ||
+        !strncmp(*e, "OPPERF_", 7))
+      off += (size_t)snprintf(buf + off, n - off, "%s%s", off ? " " : "", *e);
+}
+
+void opf_context_finish(opf_context *ctx) { ctx->loadavg_end = loadavg1(); }
 
 static int read_line(const char *path, char *buf, size_t n) {
   FILE *f = fopen(path, "r");
@@ -111,6 +130,10 @@ void opf_context_collect(opf_context *ctx, const opf_settings *s, const opf_pmu 
   snprintf(ctx->blas_parallel, sizeof ctx->blas_parallel, "%s",
            par == 0 ? "sequential" : par == 1 ? "pthreads" : par == 2 ? "openmp" : "unknown");
   snprintf(ctx->blas_library, sizeof ctx->blas_library, "%s", OPPERF_OPENBLAS_LIB);
+  const char *core = openblas_get_corename();
+  snprintf(ctx->blas_core, sizeof ctx->blas_core, "%s", core ? core : "unknown");
+  relevant_env(ctx->env, sizeof ctx->env);
+  ctx->loadavg_start = ctx->loadavg_end = loadavg1();
   ctx->omp_threads = omp_get_max_threads();
   ctx->timer_resolution = opf_timer_resolution();
   ctx->timer_overhead = opf_timer_overhead();

@@ -67,6 +67,11 @@ static cJSON *context_json(const opf_context *c) {
   cJSON_AddStringToObject(blas, "parallel", c->blas_parallel);
   cJSON_AddNumberToObject(blas, "threads", c->blas_threads);
   cJSON_AddStringToObject(blas, "library", c->blas_library);
+  cJSON_AddStringToObject(blas, "core", c->blas_core);
+  cJSON_AddStringToObject(o, "environment", c->env);
+  cJSON *load = cJSON_AddObjectToObject(host, "loadavg_1min");
+  cJSON_AddNumberToObject(load, "start", c->loadavg_start);
+  cJSON_AddNumberToObject(load, "end", c->loadavg_end);
   cJSON_AddNumberToObject(o, "omp_threads", c->omp_threads);
   cJSON_AddBoolToObject(o, "roofline_available", c->have_machine);
   cJSON *timer = cJSON_AddObjectToObject(o, "timer");
@@ -82,14 +87,11 @@ static cJSON *context_json(const opf_context *c) {
   return o;
 }
 
+/* Records accumulate in an array; the document (schema, context, results) is assembled at the
+ * end, when the context also knows how the run went (load at the end). */
 static int json_begin(opf_emitter *e) {
-  cJSON *root = cJSON_CreateObject();
-  if (!root) return -1;
-  cJSON_AddNumberToObject(root, "schema_version", OPF_SCHEMA_VERSION);
-  cJSON_AddItemToObject(root, "context", context_json(e->ctx));
-  cJSON_AddArrayToObject(root, "results");
-  e->priv = root;
-  return 0;
+  e->priv = cJSON_CreateArray();
+  return e->priv ? 0 : -1;
 }
 
 static int json_record(opf_emitter *e, const opf_result *r) {
@@ -168,12 +170,18 @@ static int json_record(opf_emitter *e, const opf_result *r) {
     if (ev->reason[0]) cJSON_AddStringToObject(k, "reason", ev->reason);
     cJSON_AddItemToArray(cs, k);
   }
-  cJSON_AddItemToArray(cJSON_GetObjectItem(e->priv, "results"), o);
+  cJSON_AddItemToArray(e->priv, o);
   return 0;
 }
 
 static int json_end(opf_emitter *e) {
-  char *s = cJSON_Print(e->priv);
+  cJSON *root = cJSON_CreateObject();
+  if (!root) return -1;
+  cJSON_AddNumberToObject(root, "schema_version", OPF_SCHEMA_VERSION);
+  cJSON_AddItemToObject(root, "context", context_json(e->ctx));
+  cJSON_AddItemToObject(root, "results", e->priv);
+  e->priv = root;
+  char *s = cJSON_Print(root);
   if (!s) return -1;
   fputs(s, e->out);
   fputc('\n', e->out);

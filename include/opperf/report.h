@@ -33,6 +33,9 @@ typedef struct opf_context {
   int blas_threads;
   char blas_parallel[16];    /* "sequential", "pthreads", "openmp" */
   char blas_library[160];
+  char blas_core[32];        /* kernel family OpenBLAS chose (openblas_get_corename) */
+  char env[384];             /* environment that changes results: OPENBLAS_*, OMP_*, GOMP_* */
+  double loadavg_start, loadavg_end; /* 1-minute load: a busy machine makes noisy figures */
   int omp_threads;
   double timer_resolution, timer_overhead;
   char timestamp[32];        /* ISO 8601 UTC */
@@ -51,6 +54,8 @@ typedef struct opf_context {
 /* Collect the context (after opf_runtime_setup and opf_pmu_open). pmu may be NULL. */
 void opf_context_collect(opf_context *ctx, const opf_settings *s, const opf_pmu *pmu,
                          const char *command);
+/* Record what happened during the run (load average at the end). */
+void opf_context_finish(opf_context *ctx);
 /* Size of the last-level cache in bytes (sysfs), 32 MiB when unknown. */
 uint64_t opf_llc_bytes(void);
 

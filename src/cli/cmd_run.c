@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h" /* --backend callgrind */
 #include "cli.h"
 
 #define MAX_ITEMS 64
@@ -35,6 +36,7 @@ typedef struct run_opts {
   opf_format fmt[MAX_OUTPUTS];
   const char *fmt_path[MAX_OUTPUTS];
   int dry_run;
+  cli_backend_kind backend; /* --backend: src/cli/backend.c */
 } run_opts;
 
 static void usage(void) {
@@ -61,6 +63,8 @@ static void usage(void) {
       "  --seed N             seed of all generated inputs (default 42)\n"
       "  --events LIST        counters: sw (default), core, cache, tlb, branch, any libpfm4\n"
       "                       event name, or none\n"
+      "  --backend callgrind  re-run under valgrind's callgrind: simulated, deterministic\n"
+      "                       counters per call (sim:Ir, sim:D1mr, ...); times are not real\n"
       "output:\n"
       "  --format LIST        table (default), json, csv, md; FMT=FILE writes that format to FILE\n"
       "  -o FILE              write the (non-table) report to FILE, atomically\n"
@@ -159,7 +163,7 @@ static int need_pos(const char *opt, const char *v, double *out) {
 static int parse_args(int argc, char **argv, run_opts *o) {
   enum { O_SHAPES = 256, O_INPUT, O_PARAM, O_CONFIG, O_DTYPE, O_PASS, O_WARMUP, O_MINTIME,
          O_MAXTIME, O_RUNS, O_SAMPLE, O_THREADS, O_CPU, O_CACHE, O_SEED, O_EVENTS, O_FORMAT,
-         O_DRY };
+         O_DRY, O_BACKEND };
   static const struct option opts[] = {
       {"shapes", required_argument, 0, O_SHAPES}, {"input", required_argument, 0, O_INPUT},
       {"param", required_argument, 0, O_PARAM},   {"config", required_argument, 0, O_CONFIG},
@@ -171,6 +175,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       {"seed", required_argument, 0, O_SEED},     {"events", required_argument, 0, O_EVENTS},
       {"format", required_argument, 0, O_FORMAT}, {"output", required_argument, 0, 'o'},
       {"dry-run", no_argument, 0, O_DRY},         {"help", no_argument, 0, 'h'},
+      {"backend", required_argument, 0, O_BACKEND},
       {0, 0, 0, 0}};
   opf_settings_default(&o->s);
   o->sets = "standard,skewed";
@@ -230,6 +235,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     case O_FORMAT: if (parse_formats(o, optarg)) return 2; break;
     case 'o': o->output = optarg; break;
     case O_DRY: o->dry_run = 1; break;
+    case O_BACKEND: if (cli_backend_parse(optarg, &o->backend)) return 2; break;
     case ':': return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
     default: return cli_usage_error("run: unknown option '%s' (see opperf run -h)", argv[optind - 1]);
     }
@@ -417,6 +423,16 @@ int cmd_run(int argc, char **argv) {
     return EXIT_OK;
   }
 
+  /* --backend callgrind (src/cli/backend.c): the parent re-runs this command under valgrind and
+   * returns its status here; the child gets deterministic settings and client-request hooks. */
+  cli_backend bk;
+  rc = cli_backend_setup(&bk, o.backend, &o.s, argc, argv);
+  if (rc != CLI_BACKEND_MEASURE) {
+    free(cl.v);
+    return rc;
+  }
+  rc = 0;
+
   opf_err e;
   opf_pmu *pmu = NULL;
   if (opf_pmu_create(&pmu, o.s.events, NULL, &e)) {
@@ -448,6 +464,7 @@ int cmd_run(int argc, char **argv) {
           ctx->overhead[ctx->n_overhead++].per_sample_s = per[i];
         }
   }
+  if (ctx) rc = cli_backend_context(&bk, ctx, &e); /* callgrind child: simulated counters */
   for (int i = 0; ctx && !rc && i < o.n_out; i++) rc = opf_emitter_begin(&em[i], o.fmt[i], paths[i], ctx, &e);
 
   /* Roofline: from the figures `opperf machine` cached; absent (no % column) otherwise. */
@@ -470,6 +487,7 @@ int cmd_run(int argc, char **argv) {
                        opf_dtype_name(c->c.dtype), opf_pass_name((opf_pass)p));
       opf_result r;
       opf_measure(&o.s, &c->c, c->set, (opf_pass)p, pmu, &r);
+      cli_backend_result(&bk, &r); /* callgrind child: attach the simulated counters */
       if (have_machine) r.roofline = opf_roofline_bound(&mach, r.dtype, o.s.threads, r.flops, r.bytes);
       failed += r.status == OPF_ST_ERROR;
       for (int k = 0; k < o.n_out; k++) opf_emitter_record(em[k], &r);
@@ -477,6 +495,7 @@ int cmd_run(int argc, char **argv) {
     }
   }
   if (tty) fprintf(stderr, "\r\033[K");
+  if (ctx) opf_context_finish(ctx);
   for (int i = 0; i < o.n_out; i++) {
     if (em[i] && opf_emitter_end(em[i], !rc, &e) && !rc) rc = OPF_EIO;
     if (o.n_out > 1 && o.fmt[i] == OPF_FMT_TABLE && i + 1 < o.n_out && !paths[i]) fputc('\n', stdout);
