@@ -200,6 +200,7 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
   }
 
   int rc = OPF_OK;
+  double *ev_samples = NULL; /* per-sample counter values (declared before the first goto) */
   /* bwd alone needs the forward state (outputs, saved workspace) of the same inputs. */
   if (pass == OPF_PASS_BWD) rc = op->forward(c);
 
@@ -230,9 +231,18 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
     goto kernel_failed;
   }
   double ev_sum[OPF_PMU_MAX_EVENTS] = {0}, ev_run[OPF_PMU_MAX_EVENTS] = {0};
-  int ev_any[OPF_PMU_MAX_EVENTS] = {0};
+  int ev_n[OPF_PMU_MAX_EVENTS] = {0};
   size_t nev = pmu ? opf_pmu_count(pmu) : 0;
+  if (nev > OPF_PMU_MAX_EVENTS) nev = OPF_PMU_MAX_EVENTS;
   int pmu_live = pmu && opf_pmu_n_open(pmu) > 0;
+  /* Per-sample counts per call, so counters are summarised by their median like the time
+   * (a stalled sample inflates a mean: e.g. OpenMP workers spinning while the caller waits). */
+  ev_samples = pmu_live ? malloc(sizeof *ev_samples * nev * (size_t)cap) : NULL;
+  if (pmu_live && !ev_samples) {
+    rc = OPF_ENOMEM;
+    snprintf(c->err.msg, sizeof c->err.msg, "cannot allocate the counter sample buffer");
+    goto kernel_failed;
+  }
   opf_pmu_snap sa, sb;
   struct rusage ru0, ru1;
   getrusage(RUSAGE_SELF, &ru0);
@@ -258,7 +268,7 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
       if (opf_pmu_delta(pmu, i, &sa, &sb, &v, &frac)) {
         ev_sum[i] += v;
         ev_run[i] += frac * (e - b);
-        ev_any[i] = 1;
+        ev_samples[i * (size_t)cap + (size_t)ev_n[i]++] = v / (double)k;
       }
     }
     double elapsed = opf_now() - start;
@@ -279,25 +289,30 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
   r->max_rss_bytes = (uint64_t)ru1.ru_maxrss * 1024;
   r->minor_faults = (double)(ru1.ru_minflt - ru0.ru_minflt) / calls;
   r->major_faults = (double)(ru1.ru_majflt - ru0.ru_majflt) / calls;
-  for (size_t i = 0; i < nev && i < OPF_PMU_MAX_EVENTS; i++) {
+  for (size_t i = 0; i < nev; i++) {
     opf_event_result *er = &r->events[i];
     if (er->status == OPF_EV_NOT_SUPPORTED || er->status == OPF_EV_CONFIG_ERROR) continue;
-    if (!ev_any[i]) {
+    if (!ev_n[i]) {
       er->status = OPF_EV_NOT_COUNTED;
       continue;
     }
+    opf_stats es;
+    opf_stats_compute(ev_samples + i * (size_t)cap, ev_n[i], &es);
     er->has_value = 1;
-    er->per_call = ev_sum[i] / calls;
+    er->per_call = es.median;
+    er->mean_per_call = ev_sum[i] / ((double)ev_n[i] * (double)k);
     er->running_pct = 100.0 * ev_run[i] / r->total_time;
     er->status = er->running_pct >= 99.9 ? OPF_EV_COUNTED : OPF_EV_SCALED;
   }
   r->status = OPF_ST_OK;
   if (hk && hk->case_end) hk->case_end(hk->ctx, r);
+  free(ev_samples);
   free(fl.buf);
   opf_case_release(c);
   return OPF_OK;
 
 kernel_failed:
+  free(ev_samples);
   free(fl.buf);
   r->status = OPF_ST_ERROR;
   snprintf(r->message, sizeof r->message, "%s failed: %.480s", opf_pass_name(pass),

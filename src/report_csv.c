@@ -21,7 +21,7 @@ static void field(FILE *f, const char *s, char sep) {
 
 static int csv_begin(opf_emitter *e) {
   fputs("op,category,impl,set,dtype,pass,status,inputs,params,calls_per_sample,samples,"
-        "min_s,median_s,mean_s,p90_s,p99_s,max_s,stddev_s,cv,outliers,flops_per_call,"
+        "min_s,median_s,mean_s,p90_s,p99_s,max_s,stddev_s,cv,mad_s,outliers,flops_per_call,"
         "bytes_per_call,setup_bytes,bytes_allocated_per_call,"
         "allocations_per_call,peak_live_bytes,max_rss_bytes,minor_faults_per_call,message",
         e->out);
@@ -50,11 +50,11 @@ static int csv_record(opf_emitter *e, const opf_result *r) {
   field(f, inputs, ',');
   field(f, r->params, ',');
   if (r->status == OPF_ST_OK) {
-    fprintf(f, "%lld,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6g,%d,", (long long)r->batch,
+    fprintf(f, "%lld,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.6g,%.9g,%d,", (long long)r->batch,
             r->n_samples, r->time.min, r->time.median, r->time.mean, r->time.p90, r->time.p99,
-            r->time.max, r->time.stddev, r->time.cv, r->time.outliers);
+            r->time.max, r->time.stddev, r->time.cv, r->time.mad, r->time.outliers);
   } else {
-    fputs(",,,,,,,,,,,", f);
+    fputs(",,,,,,,,,,,,", f);
   }
   fprintf(f, "%.9g,%.9g,", r->flops, r->bytes);
   if (r->status == OPF_ST_OK)

@@ -2,6 +2,7 @@
  * per case with statistics, raw samples, model-derived throughput, memory and counters. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "report_impl.h"
 
@@ -19,6 +20,7 @@ static cJSON *settings_json(const opf_settings *s) {
   cJSON_AddStringToObject(o, "alloc", "setup");
   cJSON_AddNumberToObject(o, "seed", (double)s->seed);
   cJSON_AddStringToObject(o, "events", s->events);
+  cJSON_AddStringToObject(o, "backend", s->backend[0] ? s->backend : "native");
   return o;
 }
 
@@ -58,6 +60,7 @@ static cJSON *context_json(const opf_context *c) {
     cJSON_AddStringToObject(k, "encoding", e->fstr);
     cJSON_AddStringToObject(k, "status", opf_ev_status_name(e->status));
     cJSON_AddNumberToObject(k, "group", e->group);
+    if (!strncmp(e->name, "sim:", 4)) cJSON_AddTrueToObject(k, "simulated"); /* --backend callgrind */
     if (e->err) cJSON_AddNumberToObject(k, "errno", e->err);
     if (e->reason[0]) cJSON_AddStringToObject(k, "reason", e->reason);
     cJSON_AddItemToArray(evs, k);
@@ -107,6 +110,7 @@ static int json_record(opf_emitter *e, const opf_result *r) {
   cJSON_AddStringToObject(o, "pass", opf_pass_name(r->pass));
   cJSON_AddStringToObject(o, "status", opf_status_name(r->status));
   if (r->message[0]) cJSON_AddStringToObject(o, "message", r->message);
+  if (r->simulated) cJSON_AddTrueToObject(o, "simulated"); /* --backend callgrind */
   cJSON *ts = cJSON_AddArrayToObject(o, "tensors");
   for (int i = 0; i < r->n_tensors; i++) {
     cJSON *t = cJSON_CreateObject();
@@ -124,6 +128,7 @@ static int json_record(opf_emitter *e, const opf_result *r) {
   if (r->status == OPF_ST_OK) {
     cJSON *t = cJSON_AddObjectToObject(o, "time");
     cJSON_AddStringToObject(t, "unit", "s/call");
+    if (r->simulated) cJSON_AddStringToObject(t, "note", "measured under valgrind: not a real time");
     cJSON_AddNumberToObject(t, "calls_per_sample", (double)r->batch);
     cJSON_AddNumberToObject(t, "samples", r->n_samples);
     cJSON_AddNumberToObject(t, "min", r->time.min);
@@ -134,6 +139,7 @@ static int json_record(opf_emitter *e, const opf_result *r) {
     cJSON_AddNumberToObject(t, "max", r->time.max);
     cJSON_AddNumberToObject(t, "stddev", r->time.stddev);
     cJSON_AddNumberToObject(t, "cv", r->time.cv);
+    cJSON_AddNumberToObject(t, "mad", r->time.mad);
     cJSON_AddNumberToObject(t, "outliers", r->time.outliers);
     cJSON_AddNumberToObject(t, "measured_s", r->total_time);
     cJSON_AddItemToObject(t, "raw", cJSON_CreateDoubleArray(r->samples, r->n_samples));
@@ -162,8 +168,10 @@ static int json_record(opf_emitter *e, const opf_result *r) {
     cJSON_AddStringToObject(k, "status", opf_ev_status_name(ev->status));
     if (ev->kind[0]) cJSON_AddStringToObject(k, "kind", ev->kind);
     cJSON_AddNumberToObject(k, "group", ev->group);
+    if (r->simulated && !strncmp(ev->name, "sim:", 4)) cJSON_AddTrueToObject(k, "simulated");
     if (ev->has_value) {
       cJSON_AddNumberToObject(k, "per_call", ev->per_call);
+      cJSON_AddNumberToObject(k, "mean_per_call", ev->mean_per_call);
       cJSON_AddNumberToObject(k, "running_pct", ev->running_pct);
     }
     if (ev->err) cJSON_AddNumberToObject(k, "errno", ev->err);

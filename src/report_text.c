@@ -63,6 +63,20 @@ static void print_header(const opf_emitter *e, FILE *f, int md) {
   if (!c->have_machine)
     fprintf(f, "%sno roofline %%: run `opperf machine` once to measure this machine's ceilings\n",
             md ? "- " : "");
+  /* --backend callgrind: what the simulated counters are, and that times are not shown. */
+  for (int i = 0; i < c->n_events; i++)
+    if (!strncmp(c->events[i].name, "sim:", 4)) {
+      fprintf(f, "%ssim:* counters are %s; times were taken under valgrind and are not shown\n",
+              md ? "- " : "", c->events[i].reason);
+      break;
+    }
+  int over = 0;
+  const text_priv *p = e->priv;
+  for (int k = 0; k < p->n; k++) over |= p->rows[k].roofline > 0 && p->rows[k].time.median > 0 &&
+                                          p->rows[k].flops / p->rows[k].time.median > p->rows[k].roofline;
+  if (over)
+    fprintf(f, "%sroofline %% uses the memory-bandwidth ceiling of `opperf machine`: cases whose data "
+               "stay in cache can exceed 100%%\n", md ? "- " : "");
   int hw_missing = 0;
   for (int i = 0; i < c->n_events; i++) {
     const opf_pmu_event *ev = &c->events[i];
@@ -96,7 +110,7 @@ static int text_render(opf_emitter *e, int md) {
     opf_textable_header(t, C_MIN, "min", 1);
     opf_textable_header(t, C_P90, "p90", 1);
   }
-  opf_textable_header(t, C_CV, "cv", 1);
+  opf_textable_header(t, C_CV, "mad%", 1);
   if (!md) opf_textable_header(t, C_N, "samples", 1);
   for (int m = 0; m < nm; m++)
     if (!md || m < 4) opf_textable_header(t, C_M0 + m, opf_metric_at(m)->label, 1);
@@ -126,10 +140,14 @@ static int text_render(opf_emitter *e, int md) {
       opf_textable_cell(t, c_note, "%s: %s", opf_status_name(r->status), r->message);
       continue;
     }
-    opf_textable_cell(t, C_MED, "%s", opf_fmt_time(r->time.median, b, sizeof b));
-    opf_textable_cell(t, C_MIN, "%s", opf_fmt_time(r->time.min, b, sizeof b));
-    opf_textable_cell(t, C_P90, "%s", opf_fmt_time(r->time.p90, b, sizeof b));
-    opf_textable_cell(t, C_CV, "%.1f%%", 100 * r->time.cv);
+    if (!r->simulated) { /* --backend callgrind: times under valgrind are not real */
+      opf_textable_cell(t, C_MED, "%s", opf_fmt_time(r->time.median, b, sizeof b));
+      opf_textable_cell(t, C_MIN, "%s", opf_fmt_time(r->time.min, b, sizeof b));
+      opf_textable_cell(t, C_P90, "%s", opf_fmt_time(r->time.p90, b, sizeof b));
+      /* Robust spread: scaled MAD relative to the median (the cv is in JSON and CSV; one
+     * stalled sample on a shared machine makes it meaningless). */
+    opf_textable_cell(t, C_CV, "%.1f%%", r->time.median > 0 ? 100 * r->time.mad / r->time.median : 0);
+    }
     opf_textable_cell(t, C_N, "%dx%lld", r->n_samples, (long long)r->batch);
     for (int m = 0; m < nm; m++) {
       double v;
@@ -148,10 +166,13 @@ static int text_render(opf_emitter *e, int md) {
       const char *mark = ev->status == OPF_EV_SCALED ? " (scaled)" : "";
       if (is_time_event(ev->name))
         opf_textable_cell(t, C_EV0 + i, "%s%s", opf_fmt_time(ev->per_call * 1e-9, b, sizeof b), mark);
+      else if (r->simulated) /* simulated counts: exact integers per sample, no exponent */
+        opf_textable_cell(t, C_EV0 + i, ev->per_call >= 100 ? "%.0f" : "%.3g", ev->per_call);
       else
         opf_textable_cell(t, C_EV0 + i, "%.4g%s", ev->per_call, mark);
     }
-    opf_textable_cell(t, c_note, "ok%s%s", r->time.outliers ? ", outliers: " : "",
+    if (r->simulated) opf_textable_cell(t, c_note, "ok, simulated");
+    else opf_textable_cell(t, c_note, "ok%s%s", r->time.outliers ? ", outliers: " : "",
                       r->time.outliers ? (snprintf(b, sizeof b, "%d", r->time.outliers), b) : "");
   }
   print_header(e, e->out, md);

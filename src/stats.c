@@ -45,6 +45,7 @@ int opf_stats_compute(const double *x, int n, opf_stats *s) {
   for (int i = 0; i < n; i++) dev[i] = fabs(v[i] - s->median);
   qsort(dev, (size_t)n, sizeof *dev, cmp_double);
   double mad = 1.4826 * percentile(dev, n, 0.5);
+  s->mad = mad;
   for (int i = 0; i < n; i++)
     if (mad > 0 ? fabs(v[i] - s->median) > 3 * mad : v[i] != s->median) s->outliers++;
   free(v);

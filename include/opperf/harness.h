@@ -34,6 +34,7 @@ uint64_t opf_mem_available(void);
 typedef struct opf_stats {
   int n;
   double min, median, mean, p90, p99, max, stddev, cv;
+  double mad;   /* 1.4826 x median absolute deviation: a robust standard deviation */
   int outliers; /* samples further than 3 scaled MADs from the median */
 } opf_stats;
 /* x is not modified; returns OPF_EINVAL for n == 0. */
@@ -71,6 +72,7 @@ typedef struct opf_settings {
   int64_t batch;      /* calls per sample; 0 calibrates from the warm-up */
   int warmup_calls;   /* > 0: exactly this many warm-up calls instead of warmup seconds */
   const opf_region_hooks *hooks; /* NULL: none */
+  char backend[16];   /* "" (native) or "callgrind": counters simulated, times not real */
 } opf_settings;
 void opf_settings_default(opf_settings *s);
 
@@ -98,7 +100,8 @@ typedef struct opf_event_result {
   int err;
   char reason[192];
   int has_value;
-  double per_call;      /* scaled count per call, averaged over all measured calls */
+  double per_call;      /* scaled count per call: median over the samples (like the time) */
+  double mean_per_call; /* total count / calls, over the samples that read it */
   double running_pct;   /* share of the measured time the event was counting */
 } opf_event_result;
 
@@ -135,6 +138,9 @@ struct opf_result {
   /* counters */
   int n_events;
   opf_event_result events[OPF_PMU_MAX_EVENTS];
+  /* --backend callgrind: the counters are simulated ("sim:Ir", ...) and the times were taken
+   * under valgrind, so they are not real (time-based metrics are absent). */
+  int simulated;
 };
 void opf_result_release(opf_result *r);
 

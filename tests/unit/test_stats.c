@@ -33,6 +33,7 @@ static void test_outliers(void **state) {
   opf_stats s;
   assert_int_equal(opf_stats_compute(x, 9, &s), OPF_OK);
   assert_float_equal(s.median, 10, 1e-12);
+  assert_float_equal(s.mad, 1.4826 * 0.5, 1e-12);
   assert_int_equal(s.outliers, 2);
 }
 
