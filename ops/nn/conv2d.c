@@ -428,7 +428,7 @@ static double conv_flops(const opf_case *c, opf_pass p) {
   double outs = (double)t.g.N * (double)t.F * (double)t.P;
   double mm = 2 * outs * (double)t.Kc, bias = c->present[IN_B] ? outs : 0;
   double fwd = mm + bias, bwd = 2 * mm + bias;
-  return p == OPF_PASS_FWD ? fwd : p == OPF_PASS_BWD ? bwd : fwd + bwd;
+  return opf_pass_sum(p, fwd, bwd);
 }
 
 OPPERF_OP(conv2d) = {

@@ -502,7 +502,7 @@ static double pool_flops(const opf_case *c, opf_pass p) {
   double outs = (double)(g.N * g.C * g.OH * g.OW), taps = outs * (double)(g.KH * g.KW);
   int avg = c->op->n_params > P_COUNT_PAD;
   double fwd = avg ? taps + outs : taps, bwd = avg ? taps + outs : outs;
-  return p == OPF_PASS_FWD ? fwd : p == OPF_PASS_BWD ? bwd : fwd + bwd;
+  return opf_pass_sum(p, fwd, bwd);
 }
 
 /* fwd: x read, y written; bwd: g read, dx written. Max pooling also moves its int32 argmax
@@ -512,7 +512,7 @@ static double pool_bytes(const opf_case *c, opf_pass p) {
   double xin = (double)opf_numel(&c->in[0]), outs = (double)opf_numel(&c->out[0]);
   double idx = c->op->n_params > P_COUNT_PAD ? 0 : 4 * outs;
   double fwd = (xin + outs) * e + idx, bwd = (outs + xin) * e + idx;
-  return p == OPF_PASS_FWD ? fwd : p == OPF_PASS_BWD ? bwd : fwd + bwd;
+  return opf_pass_sum(p, fwd, bwd);
 }
 
 #define POOL_PARAMS                                                                            \
