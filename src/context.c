@@ -85,7 +85,7 @@ uint64_t opf_llc_bytes(void) {
   return best ? best : 32ull << 20;
 }
 
-static void cpu_model(char *buf, size_t n) {
+void opf_cpu_model(char *buf, size_t n) {
   FILE *f = fopen("/proc/cpuinfo", "r");
   snprintf(buf, n, "unknown");
   if (!f) return;
@@ -112,7 +112,7 @@ void opf_context_collect(opf_context *ctx, const opf_settings *s, const opf_pmu 
   snprintf(ctx->build_type, sizeof ctx->build_type, "%s", OPPERF_BUILD_TYPE);
   snprintf(ctx->compiler, sizeof ctx->compiler, "%s", OPPERF_COMPILER);
   snprintf(ctx->cflags, sizeof ctx->cflags, "%s", OPPERF_CFLAGS);
-  cpu_model(ctx->cpu_model, sizeof ctx->cpu_model);
+  opf_cpu_model(ctx->cpu_model, sizeof ctx->cpu_model);
   ctx->cpus_online = (int)sysconf(_SC_NPROCESSORS_ONLN);
   ctx->n_caches = read_caches(ctx->caches, 8);
   ctx->mem_total = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);

@@ -338,32 +338,13 @@ static void measure_flops(const fma_kernel *k, int dt, int threads, double secon
  * Identification
  * ------------------------------------------------------------------------------------------ */
 
-/* "model name" of /proc/cpuinfo, the same string the context block reports. */
-static void machine_cpu_model(char *buf, size_t n) {
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  snprintf(buf, n, "unknown");
-  if (!f) return;
-  char line[512];
-  while (fgets(line, sizeof line, f)) {
-    if (!strncmp(line, "model name", 10)) {
-      char *c = strchr(line, ':');
-      if (c) {
-        c += 1 + (c[1] == ' ');
-        c[strcspn(c, "\n")] = '\0';
-        snprintf(buf, n, "%s", c);
-      }
-      break;
-    }
-  }
-  fclose(f);
-}
 
 int opf_machine_measure(opf_machine *m, double seconds, opf_err *err) {
   if (!m) return opf_err_set(err, OPF_EINVAL, "machine: no output structure");
   if (!(seconds > 0) || !isfinite(seconds))
     return opf_err_set(err, OPF_EINVAL, "machine: measurement time must be positive, not %g", seconds);
   memset(m, 0, sizeof *m);
-  machine_cpu_model(m->cpu_model, sizeof m->cpu_model);
+  opf_cpu_model(m->cpu_model, sizeof m->cpu_model);
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   m->cpus = cpus > 0 ? (int)cpus : 1;
   int nthreads = omp_get_num_procs();
@@ -598,7 +579,7 @@ int opf_machine_load(opf_machine *m, const char *path, opf_err *err) {
   if (bad) return opf_err_set(err, OPF_EINVAL, "'%s' is malformed: %s; run opperf machine --refresh", path, bad);
 
   char here[128];
-  machine_cpu_model(here, sizeof here);
+  opf_cpu_model(here, sizeof here);
   if (strcmp(here, t.cpu_model))
     return opf_err_set(err, OPF_EINVAL, "'%s' was measured on '%s', this is '%s'; run opperf machine --refresh",
                        path, t.cpu_model, here);

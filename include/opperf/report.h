@@ -56,6 +56,8 @@ void opf_context_collect(opf_context *ctx, const opf_settings *s, const opf_pmu 
                          const char *command);
 /* Record what happened during the run (load average at the end). */
 void opf_context_finish(opf_context *ctx);
+/* "model name" of /proc/cpuinfo ("unknown" when absent). */
+void opf_cpu_model(char *buf, size_t n);
 /* Size of the last-level cache in bytes (sysfs), 32 MiB when unknown. */
 uint64_t opf_llc_bytes(void);
 

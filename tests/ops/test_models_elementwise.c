@@ -13,16 +13,10 @@
 
 #include "test_support.h"
 
-static const opf_op *op_named(const char *name) {
-  const opf_op *op = opf_op_find(name);
-  if (!op) fail_msg("operator '%s' is not registered", name);
-  return op;
-}
-
 /* flops and bytes of one pass at spec must equal the hand-derived values. */
 static void check_models(const char *name, opf_dtype dt, const char *spec, double ffwd,
                          double fbwd, double bfwd, double bbwd) {
-  const opf_op *op = op_named(name);
+  const opf_op *op = ts_op(name);
   opf_case c;
   opf_err e;
   if (opf_case_init(&c, op, dt, spec, &e)) fail_msg("%s [%s]: %s", name, spec, e.msg);
@@ -74,7 +68,7 @@ static void check_rejects(const char *name, opf_dtype dt, const char *spec, int 
                           const char *what) {
   opf_case c;
   opf_err e;
-  int rc = opf_case_init(&c, op_named(name), dt, spec, &e);
+  int rc = opf_case_init(&c, ts_op(name), dt, spec, &e);
   if (rc != code) fail_msg("%s [%s]: returned %d, want %d (%s)", name, spec, rc, code, e.msg);
   if (!strstr(e.msg, what))
     fail_msg("%s [%s]: message '%s' does not mention '%s'", name, spec, e.msg, what);
@@ -118,7 +112,7 @@ static double el(const opf_tensor *t, const opf_tensor *y, int64_t i) {
 }
 
 static void check_reduction(const char *name, const char *spec, int threads) {
-  const opf_op *op = op_named(name);
+  const opf_op *op = ts_op(name);
   opf_case c;
   omp_set_num_threads(threads);
   ts_case_ready(&c, op, OPF_F64, spec, 1, 5);
@@ -167,7 +161,7 @@ static void check_specials(const char *name, opf_dtype dt, double (*ref)(double)
                               1e-40, 1e-320, 88.72,    88.73,     -103, -745.1,  709.7,
                               710.0, -800.0, 800.0,    0.5,       2.0,  1e300,   -87.5};
   const int n = (int)(sizeof xs / sizeof *xs);
-  const opf_op *op = op_named(name);
+  const opf_op *op = ts_op(name);
   char spec[32];
   snprintf(spec, sizeof spec, "x=%d", n);
   opf_case c;
@@ -208,7 +202,7 @@ static void test_int_division(void **state) {
   static const int64_t q[] = {3, -3, -3, 3, 715827882, -306783378, 0, 1};
   for (int d = OPF_I32; d <= OPF_I64; d++) {
     opf_case c;
-    ts_case_ready(&c, op_named("div"), (opf_dtype)d, "a=8 b=8", 0, 1);
+    ts_case_ready(&c, ts_op("div"), (opf_dtype)d, "a=8 b=8", 0, 1);
     for (int i = 0; i < 8; i++) {
       ts_set(&c.in[0], i, (double)a[i]);
       ts_set(&c.in[1], i, (double)b[i]);
@@ -235,7 +229,7 @@ static void test_int64_division_range(void **state) {
     char spec[32];
     snprintf(spec, sizeof spec, "a=%d b=%d", n, n);
     opf_case c;
-    ts_case_ready(&c, op_named("div"), OPF_I64, spec, 0, 1);
+    ts_case_ready(&c, ts_op("div"), OPF_I64, spec, 0, 1);
     memcpy(c.in[0].data, a, sizeof(int64_t) * (size_t)n);
     memcpy(c.in[1].data, b, sizeof(int64_t) * (size_t)n);
     if (c.op->forward(&c)) fail_msg("div: %s", c.err.msg);
@@ -254,7 +248,7 @@ static void test_div_divisor_range(void **state) {
   (void)state;
   for (int d = 0; d < OPF_NDTYPES; d++) {
     opf_case c;
-    ts_case_ready(&c, op_named("div"), (opf_dtype)d, "a=1 b=100000", 0, 3);
+    ts_case_ready(&c, ts_op("div"), (opf_dtype)d, "a=1 b=100000", 0, 3);
     double lo = d <= OPF_F64 ? 0.5 : 1, hi = d <= OPF_F64 ? 2 : 9;
     int neg = 0;
     for (int64_t k = 0; k < 100000; k++) {
@@ -273,7 +267,7 @@ static void test_div_divisor_range(void **state) {
 static void test_empty_broadcast(void **state) {
   (void)state;
   opf_case c;
-  ts_case_ready(&c, op_named("mul"), OPF_F64, "a=0x16 b=1x16", 1, 2);
+  ts_case_ready(&c, ts_op("mul"), OPF_F64, "a=0x16 b=1x16", 1, 2);
   for (int k = 0; k < 16; k++) ts_set(&c.gin[1], k, 12345.0);
   if (c.op->forward(&c) || c.op->backward(&c)) fail_msg("mul: %s", c.err.msg);
   for (int k = 0; k < 16; k++) assert_true(ts_get(&c.gin[1], k) == 0.0);

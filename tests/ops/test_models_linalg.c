@@ -14,12 +14,6 @@
 
 #include "test_support.h"
 
-static const opf_op *op_named(const char *name) {
-  const opf_op *op = opf_op_find(name);
-  if (!op) fail_msg("operator '%s' is not registered", name);
-  return op;
-}
-
 static double model(const opf_op *op, const opf_case *c, int flops, opf_pass p) {
   return flops ? (op->flops ? op->flops : opf_default_flops)(c, p)
                : (op->bytes ? op->bytes : opf_default_bytes)(c, p);
@@ -28,7 +22,7 @@ static double model(const opf_op *op, const opf_case *c, int flops, opf_pass p) 
 /* Exact flops and bytes of one case for the three passes. */
 static void golden(const char *name, opf_dtype dt, const char *spec, double f_fwd, double f_bwd,
                    double b_fwd, double b_bwd) {
-  const opf_op *op = op_named(name);
+  const opf_op *op = ts_op(name);
   opf_case c;
   opf_err e;
   if (opf_case_init(&c, op, dt, spec, &e)) fail_msg("%s [%s]: %s", name, spec, e.msg);
@@ -79,7 +73,7 @@ static void expect_shape(const char *name, const char *spec, const char *want) {
   opf_case c;
   opf_err e;
   char s[96];
-  if (opf_case_init(&c, op_named(name), OPF_F32, spec, &e)) fail_msg("%s [%s]: %s", name, spec, e.msg);
+  if (opf_case_init(&c, ts_op(name), OPF_F32, spec, &e)) fail_msg("%s [%s]: %s", name, spec, e.msg);
   opf_shape_str(&c.out[0], s, sizeof s);
   if (strcmp(s, want)) fail_msg("%s [%s]: output %s, want %s", name, spec, s, want);
 }
@@ -104,61 +98,52 @@ static void test_shapes(void **state) {
   opf_case c;
   opf_err e;
   char s[96];
-  assert_int_equal(opf_case_init(&c, op_named("dense"), OPF_F32, "x=8x60 units=9", &e), OPF_OK);
+  assert_int_equal(opf_case_init(&c, ts_op("dense"), OPF_F32, "x=8x60 units=9", &e), OPF_OK);
   assert_string_equal(opf_shape_str(&c.in[1], s, sizeof s), "9x60");
   assert_string_equal(opf_shape_str(&c.in[2], s, sizeof s), "9");
-  assert_int_equal(opf_case_init(&c, op_named("take"), OPF_F32, "x=10x20 axis=1", &e), OPF_OK);
+  assert_int_equal(opf_case_init(&c, ts_op("take"), OPF_F32, "x=10x20 axis=1", &e), OPF_OK);
   assert_string_equal(opf_shape_str(&c.in[1], s, sizeof s), "20");
   assert_int_equal(c.in[1].dtype, OPF_I64);
 }
 
-/* spec must fail in opf_case_init with OPF_EINVAL and a message containing want. */
-static void expect_einval(const char *name, const char *spec, const char *want) {
-  opf_case c;
-  opf_err e;
-  int rc = opf_case_init(&c, op_named(name), OPF_F32, spec, &e);
-  if (rc != OPF_EINVAL) fail_msg("%s [%s]: got %d, want OPF_EINVAL", name, spec, rc);
-  if (!strstr(e.msg, want)) fail_msg("%s [%s]: message '%s' lacks '%s'", name, spec, e.msg, want);
-}
-
 static void test_errors(void **state) {
   (void)state;
-  expect_einval("dot", "a=3x4 b=5x6", "inner dimensions differ: a=3x4 has K=4, b=5x6 has K=5");
-  expect_einval("dot", "a=4x3 b=4x5 transpose_a=false", "K=3");
-  expect_einval("dot", "a=3x4x5 b=5x6", "needs a (M,K) and b (K,N) matrices, got a=3x4x5 b=5x6");
-  expect_einval("dot", "a=3x4", "needs both inputs");
-  expect_einval("dot", "a=3x4 b=4x5 transpose_b=maybe", "must be true or false");
-  expect_einval("batch_dot", "a=2x3x4 b=3x4x5", "batch sizes differ: a=2x3x4 b=3x4x5");
-  expect_einval("batch_dot", "a=2x3x4 b=2x5x6", "inner dimensions differ");
-  expect_einval("batch_dot", "a=3x4 b=4x5", "needs a (B,M,K) and b (B,K,N)");
-  expect_einval("dense", "x=32x1024", "needs units=N or a weight shape w=UNITSx1024");
-  expect_einval("dense", "x=32x1024 w=16x512", "w=16x512 must be (units, 1024)");
-  expect_einval("dense", "x=32x4x8 w=16x8", "w=16x8 must be (units, 32) for x=32x4x8 (flattened)");
-  expect_einval("dense", "x=32x1024 units=8 w=16x1024", "units=8 disagrees with w=16x1024");
-  expect_einval("dense", "x=32x1024 units=8 b=7", "b=7 must be (8)");
-  expect_einval("dense", "x=32 units=8", "x=32: needs (N, in...) with flatten");
-  expect_einval("dense", "x=32x8 units=-1", "outside its range");
-  expect_einval("transpose", "x=2x3x4 perm=nchw2nhwc", "perm=nchw2nhwc needs a 4-D tensor, got x=2x3x4");
-  expect_einval("transpose", "x=2x3x4x5x6 perm=nhwc2nchw", "needs a 4-D tensor");
-  expect_einval("transpose", "x=5", "perm=reverse needs a rank >= 2 tensor, got x=5");
-  expect_einval("transpose", "x=5x5 perm=nchw", "must be one of reverse|nchw2nhwc|nhwc2nchw");
-  expect_einval("concat", "a=2x3 b=2x4 axis=0", "'b' 2x4 does not match 'a' 2x3 outside axis 0 (dim 1: 4 vs 3)");
-  expect_einval("concat", "a=2x3 b=2x3 c=2x3x1", "'c' 2x3x1 and 'a' 2x3 differ in rank");
-  expect_einval("concat", "a=2x3 b=2x3 axis=2", "axis=2 is out of range for a=2x3");
-  expect_einval("concat", "a=2x3 b=2x3 axis=all", "axis=all is not allowed");
-  expect_einval("concat", "a=2x3", "input 'b' needs a shape");
-  expect_einval("concat", "a=2x3 b=none", "input 'b' of 'concat' is required");
-  expect_einval("take", "x=4x5 axis=2", "axis=2 is out of range for x=4x5");
-  expect_einval("take", "x=4x0 indices=3 axis=1", "cannot take indices=3 from the empty axis 1");
-  expect_einval("take", "x=4x5 axis=all", "axis=all is not allowed");
-  expect_einval("take", "indices=4", "x needs a shape");
-  expect_einval("take", "x=2x2x2x2x2 indices=2x2x2x2x2", "gives rank 9");
+  ts_expect_einval("dot", "a=3x4 b=5x6", "inner dimensions differ: a=3x4 has K=4, b=5x6 has K=5");
+  ts_expect_einval("dot", "a=4x3 b=4x5 transpose_a=false", "K=3");
+  ts_expect_einval("dot", "a=3x4x5 b=5x6", "needs a (M,K) and b (K,N) matrices, got a=3x4x5 b=5x6");
+  ts_expect_einval("dot", "a=3x4", "needs both inputs");
+  ts_expect_einval("dot", "a=3x4 b=4x5 transpose_b=maybe", "must be true or false");
+  ts_expect_einval("batch_dot", "a=2x3x4 b=3x4x5", "batch sizes differ: a=2x3x4 b=3x4x5");
+  ts_expect_einval("batch_dot", "a=2x3x4 b=2x5x6", "inner dimensions differ");
+  ts_expect_einval("batch_dot", "a=3x4 b=4x5", "needs a (B,M,K) and b (B,K,N)");
+  ts_expect_einval("dense", "x=32x1024", "needs units=N or a weight shape w=UNITSx1024");
+  ts_expect_einval("dense", "x=32x1024 w=16x512", "w=16x512 must be (units, 1024)");
+  ts_expect_einval("dense", "x=32x4x8 w=16x8", "w=16x8 must be (units, 32) for x=32x4x8 (flattened)");
+  ts_expect_einval("dense", "x=32x1024 units=8 w=16x1024", "units=8 disagrees with w=16x1024");
+  ts_expect_einval("dense", "x=32x1024 units=8 b=7", "b=7 must be (8)");
+  ts_expect_einval("dense", "x=32 units=8", "x=32: needs (N, in...) with flatten");
+  ts_expect_einval("dense", "x=32x8 units=-1", "outside its range");
+  ts_expect_einval("transpose", "x=2x3x4 perm=nchw2nhwc", "perm=nchw2nhwc needs a 4-D tensor, got x=2x3x4");
+  ts_expect_einval("transpose", "x=2x3x4x5x6 perm=nhwc2nchw", "needs a 4-D tensor");
+  ts_expect_einval("transpose", "x=5", "perm=reverse needs a rank >= 2 tensor, got x=5");
+  ts_expect_einval("transpose", "x=5x5 perm=nchw", "must be one of reverse|nchw2nhwc|nhwc2nchw");
+  ts_expect_einval("concat", "a=2x3 b=2x4 axis=0", "'b' 2x4 does not match 'a' 2x3 outside axis 0 (dim 1: 4 vs 3)");
+  ts_expect_einval("concat", "a=2x3 b=2x3 c=2x3x1", "'c' 2x3x1 and 'a' 2x3 differ in rank");
+  ts_expect_einval("concat", "a=2x3 b=2x3 axis=2", "axis=2 is out of range for a=2x3");
+  ts_expect_einval("concat", "a=2x3 b=2x3 axis=all", "axis=all is not allowed");
+  ts_expect_einval("concat", "a=2x3", "input 'b' needs a shape");
+  ts_expect_einval("concat", "a=2x3 b=none", "input 'b' of 'concat' is required");
+  ts_expect_einval("take", "x=4x5 axis=2", "axis=2 is out of range for x=4x5");
+  ts_expect_einval("take", "x=4x0 indices=3 axis=1", "cannot take indices=3 from the empty axis 1");
+  ts_expect_einval("take", "x=4x5 axis=all", "axis=all is not allowed");
+  ts_expect_einval("take", "indices=4", "x needs a shape");
+  ts_expect_einval("take", "x=2x2x2x2x2 indices=2x2x2x2x2", "gives rank 9");
 }
 
 /* A bad index value (user data) fails the kernel with OPF_EINVAL, never reads out of bounds. */
 static void test_take_bad_index(void **state) {
   (void)state;
-  const opf_op *op = op_named("take");
+  const opf_op *op = ts_op("take");
   opf_case c;
   ts_case_ready(&c, op, OPF_F32, "x=16x8 indices=6", 1, 3);
   ((int64_t *)c.in[1].data)[4] = 16;
@@ -174,7 +159,7 @@ static void test_take_bad_index(void **state) {
 
 /* Forward against the reference on threads nt, for paths the "test" set leaves out. */
 static void check_fwd(const char *name, opf_dtype dt, const char *spec, int nt) {
-  const opf_op *op = op_named(name);
+  const opf_op *op = ts_op(name);
   int saved = omp_get_max_threads();
   omp_set_num_threads(nt);
   opf_case c, r;
@@ -213,7 +198,7 @@ static void test_kernel_paths(void **state) {
 /* Backward of transpose on the buffered path: dx must be g permuted back. */
 static void test_transpose_backward_buffered(void **state) {
   (void)state;
-  const opf_op *op = op_named("transpose");
+  const opf_op *op = ts_op("transpose");
   const char *specs[] = {"x=64x1024", "x=2x1024x3x40 perm=nchw2nhwc"};
   for (int d = 0; d < 2; d++)
     for (int s = 0; s < 2; s++) {

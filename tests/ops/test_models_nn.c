@@ -13,16 +13,10 @@
 
 #include "test_support.h"
 
-static const opf_op *op_named(const char *name) {
-  const opf_op *op = opf_op_find(name);
-  if (!op) fail_msg("operator '%s' is not registered", name);
-  return op;
-}
-
 /* Exact flops and bytes of one case for the three passes. */
 static void golden(const char *name, opf_dtype dt, const char *spec, double f_fwd, double f_bwd,
                    double b_fwd, double b_bwd) {
-  const opf_op *op = op_named(name);
+  const opf_op *op = ts_op(name);
   opf_case c;
   opf_err e;
   if (opf_case_init(&c, op, dt, spec, &e)) fail_msg("%s [%s]: %s", name, spec, e.msg);
@@ -75,7 +69,7 @@ static void expect_shape(const char *name, const char *spec, int in, int idx, co
   opf_case c;
   opf_err e;
   char got[96];
-  if (opf_case_init(&c, op_named(name), OPF_F32, spec, &e)) fail_msg("%s [%s]: %s", name, spec, e.msg);
+  if (opf_case_init(&c, ts_op(name), OPF_F32, spec, &e)) fail_msg("%s [%s]: %s", name, spec, e.msg);
   opf_shape_str(in ? &c.in[idx] : &c.out[idx], got, sizeof got);
   if (strcmp(got, want)) fail_msg("%s [%s]: %s %d is %s, expected %s", name, spec, in ? "input" : "output", idx, got, want);
 }
@@ -100,54 +94,45 @@ static void test_derived_shapes(void **state) {
   expect_shape("batch_norm", "x=32x1024", 0, 0, "32x1024");
 }
 
-/* The spec must fail in opf_case_init with OPF_EINVAL and a message containing `want`. */
-static void expect_einval(const char *name, const char *spec, const char *want) {
-  opf_case c;
-  opf_err e;
-  int rc = opf_case_init(&c, op_named(name), OPF_F32, spec, &e);
-  if (rc != OPF_EINVAL) fail_msg("%s [%s]: expected OPF_EINVAL, got %d", name, spec, rc);
-  if (!strstr(e.msg, want)) fail_msg("%s [%s]: message '%s' does not mention '%s'", name, spec, e.msg, want);
-}
-
 static void test_conv_errors(void **state) {
   (void)state;
-  expect_einval("conv2d", "x=1x3x4x4 kernel=7", "window 7x7 (dilation 1x1) is larger than the padded input 4x4");
-  expect_einval("conv2d", "x=1x1x5x5 kernel=3 dilation=3", "dilation 3x3) is larger than the padded input 5x5");
-  expect_einval("conv2d", "x=1x3x8x8 groups=2", "input channels 3 of x 1x3x8x8 are not divisible by groups=2");
-  expect_einval("conv2d", "x=1x4x8x8 filters=3 groups=2", "filters 3 are not divisible by groups=2");
-  expect_einval("conv2d", "x=1x4x8x8 w=8x3x3x3", "needs C/groups = 4 input channels");
-  expect_einval("conv2d", "x=1x4x8x8 w=8x4x3", "must be 4-D");
-  expect_einval("conv2d", "x=1x4x8x8 w=8x4x3x3 b=7", "bias 'b' 7 must have shape (8)");
-  expect_einval("conv2d", "x=4x8x8", "must be 4-D NCHW, got 4x8x8");
-  expect_einval("conv2d", "x=0x3x8x8", "empty dimension");
-  expect_einval("conv2d", "x=1x3x8x8 stride=0", "stride");
-  expect_einval("conv2d", "x=1x3x8x8 kernel=0", "kernel");
+  ts_expect_einval("conv2d", "x=1x3x4x4 kernel=7", "window 7x7 (dilation 1x1) is larger than the padded input 4x4");
+  ts_expect_einval("conv2d", "x=1x1x5x5 kernel=3 dilation=3", "dilation 3x3) is larger than the padded input 5x5");
+  ts_expect_einval("conv2d", "x=1x3x8x8 groups=2", "input channels 3 of x 1x3x8x8 are not divisible by groups=2");
+  ts_expect_einval("conv2d", "x=1x4x8x8 filters=3 groups=2", "filters 3 are not divisible by groups=2");
+  ts_expect_einval("conv2d", "x=1x4x8x8 w=8x3x3x3", "needs C/groups = 4 input channels");
+  ts_expect_einval("conv2d", "x=1x4x8x8 w=8x4x3", "must be 4-D");
+  ts_expect_einval("conv2d", "x=1x4x8x8 w=8x4x3x3 b=7", "bias 'b' 7 must have shape (8)");
+  ts_expect_einval("conv2d", "x=4x8x8", "must be 4-D NCHW, got 4x8x8");
+  ts_expect_einval("conv2d", "x=0x3x8x8", "empty dimension");
+  ts_expect_einval("conv2d", "x=1x3x8x8 stride=0", "stride");
+  ts_expect_einval("conv2d", "x=1x3x8x8 kernel=0", "kernel");
 }
 
 static void test_pool_errors(void **state) {
   (void)state;
   const char *ops[] = {"max_pool2d", "avg_pool2d"};
   for (int k = 0; k < 2; k++) {
-    expect_einval(ops[k], "x=1x1x8x8 kernel=3 pad=2", "pad 2 must be at most half the kernel 3");
-    expect_einval(ops[k], "x=1x1x3x3 kernel=6 pad=1", "larger than the padded input 5x5");
-    expect_einval(ops[k], "x=8x8", "must be 4-D NCHW");
-    expect_einval(ops[k], "x=1x1x8x0 kernel=1", "empty dimension");
+    ts_expect_einval(ops[k], "x=1x1x8x8 kernel=3 pad=2", "pad 2 must be at most half the kernel 3");
+    ts_expect_einval(ops[k], "x=1x1x3x3 kernel=6 pad=1", "larger than the padded input 5x5");
+    ts_expect_einval(ops[k], "x=8x8", "must be 4-D NCHW");
+    ts_expect_einval(ops[k], "x=1x1x8x0 kernel=1", "empty dimension");
   }
 }
 
 static void test_bn_errors(void **state) {
   (void)state;
-  expect_einval("batch_norm", "x=4x3x5x5 gamma=4", "'gamma' 4 must have shape (3)");
-  expect_einval("batch_norm", "x=4x3x5x5 running_var=3x1", "'running_var' 3x1 must have shape (3)");
-  expect_einval("batch_norm", "x=16", "x must be (N, C) or (N, C, ...), got 16");
-  expect_einval("batch_norm", "x=4x3 mode=test", "mode");
+  ts_expect_einval("batch_norm", "x=4x3x5x5 gamma=4", "'gamma' 4 must have shape (3)");
+  ts_expect_einval("batch_norm", "x=4x3x5x5 running_var=3x1", "'running_var' 3x1 must have shape (3)");
+  ts_expect_einval("batch_norm", "x=16", "x must be (N, C) or (N, C, ...), got 16");
+  ts_expect_einval("batch_norm", "x=4x3 mode=test", "mode");
 }
 
 /* Train mode must not update running_mean / running_var in place: repeated calls would
  * otherwise measure drifting inputs. */
 static void test_bn_running_stats_untouched(void **state) {
   (void)state;
-  const opf_op *op = op_named("batch_norm");
+  const opf_op *op = ts_op("batch_norm");
   opf_case c;
   ts_case_ready(&c, op, OPF_F64, "x=8x5x6x7 mode=train momentum=0.5", 1, 11);
   double rm[5], rv[5];
@@ -212,7 +197,7 @@ static void test_conv_backward_blocked(void **state) {
   const char *specs[] = {"x=1x16x160x150 filters=8 kernel=3 pad=1",
                          "x=3x6x200x180 filters=6 kernel=3 stride=2 pad=2 dilation=2 groups=3",
                          "x=3x8x30x31 filters=12 kernel=1 groups=2"};
-  const opf_op *op = op_named("conv2d");
+  const opf_op *op = ts_op("conv2d");
   int saved = omp_get_max_threads();
   for (size_t k = 0; k < sizeof specs / sizeof *specs; k++)
     for (int threads = 1; threads <= 2; threads++) {

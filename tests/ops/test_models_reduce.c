@@ -15,12 +15,6 @@
 
 #include "test_support.h"
 
-static const opf_op *op_named(const char *name) {
-  const opf_op *op = opf_op_find(name);
-  if (!op) fail_msg("operator '%s' is not registered", name);
-  return op;
-}
-
 /* ---- golden models ---- */
 typedef struct golden {
   const char *op, *spec;
@@ -55,7 +49,7 @@ static const golden goldens[] = {
 static void test_golden_models(void **state) {
   (void)state;
   for (size_t g = 0; g < sizeof goldens / sizeof goldens[0]; g++) {
-    const opf_op *op = op_named(goldens[g].op);
+    const opf_op *op = ts_op(goldens[g].op);
     opf_case c;
     opf_err e;
     if (opf_case_init(&c, op, OPF_F32, goldens[g].spec, &e)) fail_msg("%s", e.msg);
@@ -97,7 +91,7 @@ static void test_bad_specs(void **state) {
   for (size_t k = 0; k < sizeof bad_specs / sizeof bad_specs[0]; k++) {
     opf_case c;
     opf_err e;
-    int rc = opf_case_init(&c, op_named(bad_specs[k].op), OPF_F32, bad_specs[k].spec, &e);
+    int rc = opf_case_init(&c, ts_op(bad_specs[k].op), OPF_F32, bad_specs[k].spec, &e);
     if (rc != OPF_EINVAL) fail_msg("%s [%s]: rc %d, want OPF_EINVAL", bad_specs[k].op, bad_specs[k].spec, rc);
     if (!strstr(e.msg, bad_specs[k].needle))
       fail_msg("%s [%s]: message '%s' does not mention '%s'", bad_specs[k].op, bad_specs[k].spec,
@@ -108,7 +102,7 @@ static void test_bad_specs(void **state) {
 /* A label outside [0, C) (e.g. given by a user) is an error of the forward, not a wild read. */
 static void test_sce_bad_label(void **state) {
   (void)state;
-  const opf_op *op = op_named("softmax_cross_entropy");
+  const opf_op *op = ts_op("softmax_cross_entropy");
   opf_case c;
   ts_case_ready(&c, op, OPF_F64, "logits=4x5", 0, 1);
   ((int64_t *)c.in[1].data)[2] = 5;
@@ -125,7 +119,7 @@ static void expect_out(const char *op, opf_dtype dt, const char *spec, const cha
   opf_case c;
   opf_err e;
   char s[96];
-  if (opf_case_init(&c, op_named(op), dt, spec, &e)) fail_msg("%s [%s]: %s", op, spec, e.msg);
+  if (opf_case_init(&c, ts_op(op), dt, spec, &e)) fail_msg("%s [%s]: %s", op, spec, e.msg);
   opf_shape_str(&c.out[0], s, sizeof s);
   if (strcmp(s, shape) || c.out[0].dtype != out_dt)
     fail_msg("%s [%s]: output (%s) %s, want (%s) %s", op, spec, s, opf_dtype_name(c.out[0].dtype),
@@ -146,7 +140,7 @@ static void test_output_shapes(void **state) {
   /* labels omitted: derived from logits */
   opf_case c;
   opf_err e;
-  if (opf_case_init(&c, op_named("softmax_cross_entropy"), OPF_F32, "logits=8x3", &e))
+  if (opf_case_init(&c, ts_op("softmax_cross_entropy"), OPF_F32, "logits=8x3", &e))
     fail_msg("%s", e.msg);
   assert_int_equal(c.in[1].ndim, 1);
   assert_int_equal(c.in[1].shape[0], 8);
@@ -157,7 +151,7 @@ static void test_output_shapes(void **state) {
 /* Build a case of op on spec with input 0 set to vals (as doubles). */
 static void case_with(opf_case *c, const char *op, opf_dtype dt, const char *spec,
                       const double *vals, int with_grad) {
-  ts_case_ready(c, op_named(op), dt, spec, with_grad, 3);
+  ts_case_ready(c, ts_op(op), dt, spec, with_grad, 3);
   for (int64_t k = 0; k < opf_numel(&c->in[0]); k++) ts_set(&c->in[0], k, vals[k]);
 }
 
@@ -235,7 +229,7 @@ static void test_ties_first_occurrence(void **state) {
 /* The empty input is not even allocated: the kernels must not read it. */
 static void run_empty(const char *op, opf_dtype dt, opf_case *c) {
   opf_err e;
-  if (opf_case_init(c, op_named(op), dt, "x=3x0 axis=1", &e)) fail_msg("%s", e.msg);
+  if (opf_case_init(c, ts_op(op), dt, "x=3x0 axis=1", &e)) fail_msg("%s", e.msg);
   if (opf_tensor_alloc(&c->out[0], &e)) fail_msg("%s", e.msg);
   memset(c->out[0].data, 0x5a, c->out[0].nbytes);
   assert_int_equal(c->op->forward(c), OPF_OK);
@@ -264,7 +258,7 @@ static void test_thread_independent(void **state) {
   (void)state;
   const int saved = omp_get_max_threads();
   for (size_t k = 0; k < sizeof thread_specs / sizeof thread_specs[0]; k++) {
-    const opf_op *op = op_named(thread_specs[k][0]);
+    const opf_op *op = ts_op(thread_specs[k][0]);
     opf_case a, b;
     ts_case_ready(&a, op, OPF_F32, thread_specs[k][1], 0, 5);
     ts_case_ready(&b, op, OPF_F32, thread_specs[k][1], 0, 5);
@@ -298,7 +292,7 @@ static const char *const bwd_specs[][2] = {
 static void test_float32_backward(void **state) {
   (void)state;
   for (size_t k = 0; k < sizeof bwd_specs / sizeof bwd_specs[0]; k++) {
-    const opf_op *op = op_named(bwd_specs[k][0]);
+    const opf_op *op = ts_op(bwd_specs[k][0]);
     opf_case s, d;
     ts_case_ready(&s, op, OPF_F32, bwd_specs[k][1], 1, 11);
     ts_case_ready(&d, op, OPF_F64, bwd_specs[k][1], 1, 11);

@@ -3,6 +3,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "test_support.h"
@@ -62,4 +63,18 @@ void ts_case_ready(opf_case *c, const opf_op *op, opf_dtype dt, const char *spec
   if (opf_case_init(c, op, dt, spec, &e)) fail_msg("%s [%s]: init: %s", op->name, spec, e.msg);
   if (opf_case_alloc(c, with_grad, &e)) fail_msg("%s [%s]: alloc: %s", op->name, spec, e.msg);
   if (opf_case_fill(c, seed, &e)) fail_msg("%s [%s]: fill: %s", op->name, spec, e.msg);
+}
+
+const opf_op *ts_op(const char *name) {
+  const opf_op *op = opf_op_find(name);
+  if (!op) fail_msg("operator '%s' is not registered", name);
+  return op;
+}
+
+void ts_expect_einval(const char *name, const char *spec, const char *want) {
+  opf_case c;
+  opf_err e;
+  int rc = opf_case_init(&c, ts_op(name), OPF_F32, spec, &e);
+  if (rc != OPF_EINVAL) fail_msg("%s [%s]: expected OPF_EINVAL, got %d", name, spec, rc);
+  if (!strstr(e.msg, want)) fail_msg("%s [%s]: message '%s' does not mention '%s'", name, spec, e.msg, want);
 }

@@ -15,4 +15,8 @@ void ts_set(opf_tensor *t, int64_t k, double v);
 /* Resolve, allocate and fill a case; fails the current test on error. */
 void ts_case_ready(opf_case *c, const opf_op *op, opf_dtype dt, const char *spec, int with_grad,
                    uint64_t seed);
+/* The registered operator called name; fails the current test when there is none. */
+const opf_op *ts_op(const char *name);
+/* opf_case_init(name, float32, spec) must fail with OPF_EINVAL and a message containing want. */
+void ts_expect_einval(const char *name, const char *spec, const char *want);
 #endif
