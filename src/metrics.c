@@ -33,8 +33,9 @@ static const opf_event_result *find_kind(const opf_result *r, const char *kind) 
 static double model_term(const opf_result *r, const char *t) {
   if (!strcmp(t, "@flops")) return r->flops;
   if (!strcmp(t, "@bytes")) return r->bytes;
-  if (!strcmp(t, "@time")) return r->time.median;
-  if (!strcmp(t, "@bound")) return r->roofline * r->time.median;
+  /* Times taken under valgrind (--backend callgrind) are not real: no time-based metric. */
+  if (!strcmp(t, "@time")) return r->simulated ? 0 : r->time.median;
+  if (!strcmp(t, "@bound")) return r->simulated ? 0 : r->roofline * r->time.median;
   return 0;
 }
 

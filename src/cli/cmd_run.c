@@ -384,6 +384,7 @@ static void resolve_paths(run_opts *o, char **paths) {
 int cmd_run(int argc, char **argv) {
   run_opts o;
   memset(&o, 0, sizeof o);
+  cli_backend_save_args(argc, argv); /* before parse_args tokenises --format in place */
   int rc = parse_args(argc, argv, &o);
   if (rc) return rc < 0 ? EXIT_OK : EXIT_USAGE;
   int pass_mask;
@@ -426,7 +427,7 @@ int cmd_run(int argc, char **argv) {
   /* --backend callgrind (src/cli/backend.c): the parent re-runs this command under valgrind and
    * returns its status here; the child gets deterministic settings and client-request hooks. */
   cli_backend bk;
-  rc = cli_backend_setup(&bk, o.backend, &o.s, argc, argv);
+  rc = cli_backend_setup(&bk, o.backend, &o.s);
   if (rc != CLI_BACKEND_MEASURE) {
     free(cl.v);
     return rc;
