@@ -385,6 +385,8 @@ int cmd_run(int argc, char **argv) {
   run_opts o;
   memset(&o, 0, sizeof o);
   cli_backend_save_args(argc, argv); /* before parse_args tokenises --format in place */
+  char command[512]; /* for the context block, also taken before the tokenising */
+  join_argv(argc, argv, command, sizeof command);
   int rc = parse_args(argc, argv, &o);
   if (rc) return rc < 0 ? EXIT_OK : EXIT_USAGE;
   int pass_mask;
@@ -445,8 +447,6 @@ int cmd_run(int argc, char **argv) {
     free(cl.v);
     return cli_usage_error("%s", e.msg);
   }
-  char command[512];
-  join_argv(argc, argv, command, sizeof command);
   opf_context *ctx = malloc(sizeof *ctx);
   char *paths[MAX_OUTPUTS];
   opf_emitter *em[MAX_OUTPUTS] = {0};
