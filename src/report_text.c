@@ -87,8 +87,8 @@ static void print_header(const opf_emitter *e, FILE *f, int md) {
     }
   }
   if (hw_missing)
-    fprintf(f, "%sno value is shown for these counters; software events still work%s\n",
-            md ? "- " : "", md ? "" : " (see `opperf run --events sw`)");
+    fprintf(f, "%sno value is shown for these counters; software events and --backend callgrind (simulated counts) still work%s\n",
+            md ? "- " : "", md ? "" : "; `opperf events` shows what opens here");
   fputc('\n', f);
 }
 
