@@ -48,9 +48,13 @@ static void print_header(const opf_emitter *e, FILE *f, int md) {
           s->cpus[0] ? ", pinned to " : "", s->cpus, s->cache == OPF_CACHE_COLD ? "cold" : "warm",
           (unsigned long long)s->seed);
   if (md) fprintf(f, "**\n\n");
-  fprintf(f, "%sBLAS: OpenBLAS %s (%s), %d threads; load average %.1f at start, %.1f at end%s\n",
+  /* The 1-minute load after the run includes the run's own threads; only the load before it
+   * says whether something else was competing. */
+  fprintf(f, "%sBLAS: OpenBLAS %s (%s), %d threads; load average %.1f before the run%s, %.1f after "
+             "(including this run)\n",
           md ? "- " : "", c->blas_core, c->blas_parallel, c->blas_threads, c->loadavg_start,
-          c->loadavg_end, (c->loadavg_start > c->loadavg_end ? c->loadavg_start : c->loadavg_end) > 0.5 * c->cpus_online ? " (busy machine: expect noise)" : "");
+          c->loadavg_start > 0.5 * c->cpus_online ? " (busy machine: expect noise)" : "",
+          c->loadavg_end);
   if (c->n_overhead) {
     fprintf(f, "%sharness overhead per sample:", md ? "- " : "");
     for (int i = 0; i < c->n_overhead; i++) {
