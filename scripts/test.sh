@@ -12,7 +12,12 @@ run_suite() { # build-dir, extra cmake args...
   local dir=$1
   shift
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPPERF_WERROR=ON "$@" >/dev/null
-  cmake --build "$dir" -j"$jobs" 2>&1 | grep -E 'warning|error' && { echo "opperf: build of $dir has warnings or errors" >&2; return 1; }
+  # -Werror (OPPERF_WERROR) makes any warning a build failure: the exit status says it all.
+  if ! cmake --build "$dir" -j"$jobs" >"$dir/build.log" 2>&1; then
+    grep -E '(warning|error):' "$dir/build.log" | head -n 40 >&2
+    echo "opperf: the build in $dir failed (log: $dir/build.log)" >&2
+    return 1
+  fi
   ctest --test-dir "$dir" --output-on-failure -j"$jobs"
 }
 echo "== tests (build/)" >&2
