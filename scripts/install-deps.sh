@@ -3,7 +3,7 @@
 # (idempotent: does nothing when they are all present). Uses sudo when not root.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config git libpfm4-dev libopenblas-dev libopenblas-openmp-dev
-      libelf-dev libcjson-dev libcmocka-dev python3)
+      libelf-dev libcjson-dev libcmocka-dev python3 valgrind)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
