@@ -40,6 +40,27 @@ int opf_axis(double axis, int ndim) {
   return (a < 0 || a >= ndim) ? -1 : a;
 }
 
+int opf_list_parse(const char *s, opf_list *l, opf_err *err) {
+  l->n = 0;
+  if (!s || !*s || !strcmp(s, "none") || !strcmp(s, "[]") || !strcmp(s, "()")) return OPF_OK;
+  const char *p = s;
+  for (;;) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || errno)
+      return opf_err_set(err, OPF_EINVAL, "malformed list '%s': expected integers like 2x3 or 2,-1", s);
+    if (l->n == OPF_MAX_DIMS)
+      return opf_err_set(err, OPF_EINVAL, "list '%s' has more than %d values", s, OPF_MAX_DIMS);
+    l->v[l->n++] = v;
+    p = end;
+    if (!*p) return OPF_OK;
+    if (*p != 'x' && *p != 'X' && *p != ',')
+      return opf_err_set(err, OPF_EINVAL, "malformed list '%s': expected integers like 2x3 or 2,-1", s);
+    p++;
+  }
+}
+
 /* Parse one param value by its declared type, checking the range. */
 static int parse_param(const opf_op *op, const opf_param_desc *pd, const char *v, double *out,
                        opf_err *err) {
@@ -82,6 +103,7 @@ static int parse_param(const opf_op *op, const opf_param_desc *pd, const char *v
     *out = (double)x;
     break;
   }
+  case OPF_P_LIST: return OPF_EINVAL; /* parse_list_param */
   case OPF_P_FLOAT:
     *out = strtod(v, &end);
     if (end == v || *end || errno || !isfinite(*out))
@@ -92,6 +114,19 @@ static int parse_param(const opf_op *op, const opf_param_desc *pd, const char *v
   if (*out < pd->min || *out > pd->max)
     return opf_err_set(err, OPF_EINVAL, "param '%s' of '%s' is %s, outside its range [%g, %g]",
                        pd->name, op->name, v, pd->min, pd->max);
+  return OPF_OK;
+}
+
+static int parse_list_param(const opf_op *op, const opf_param_desc *pd, const char *v,
+                            opf_list *l, double *count, opf_err *err) {
+  opf_err e2;
+  if (opf_list_parse(v, l, &e2))
+    return opf_err_set(err, OPF_EINVAL, "param '%s' of '%s': %s", pd->name, op->name, e2.msg);
+  for (int k = 0; k < l->n; k++)
+    if (l->v[k] < pd->min || l->v[k] > pd->max)
+      return opf_err_set(err, OPF_EINVAL, "param '%s' of '%s': value %lld outside its range [%g, %g]",
+                         pd->name, op->name, (long long)l->v[k], pd->min, pd->max);
+  *count = l->n;
   return OPF_OK;
 }
 
@@ -111,7 +146,13 @@ int opf_case_init(opf_case *c, const opf_op *op, opf_dtype dt, const char *spec,
   if (!(op->dtypes & OPF_DT_BIT(dt)))
     return opf_err_set(err, OPF_EUNSUPPORTED, "operator '%s' does not support dtype %s",
                        op->name, opf_dtype_name(dt));
-  for (int i = 0; i < op->n_params; i++) c->p[i] = op->params[i].def;
+  for (int i = 0; i < op->n_params; i++) {
+    c->p[i] = op->params[i].def;
+    if (op->params[i].type == OPF_P_LIST) {
+      int rc = parse_list_param(op, &op->params[i], op->params[i].defs, &c->list[i], &c->p[i], err);
+      if (rc) return rc;
+    }
+  }
   for (int i = 0; i < op->n_in; i++) {
     c->present[i] = 1;
     c->in[i].ndim = -1; /* unset: infer may derive it */
@@ -151,7 +192,9 @@ int opf_case_init(opf_case *c, const opf_op *op, opf_dtype dt, const char *spec,
                              op->name);
       opf_tensor_set_shape(&c->in[ii], c->in[ii].dtype, nd, shape);
     } else if (pi >= 0) {
-      int rc = parse_param(op, &op->params[pi], val, &c->p[pi], err);
+      int rc = op->params[pi].type == OPF_P_LIST
+                   ? parse_list_param(op, &op->params[pi], val, &c->list[pi], &c->p[pi], err)
+                   : parse_param(op, &op->params[pi], val, &c->p[pi], err);
       if (rc) return rc;
     } else {
       char names[400];
@@ -170,10 +213,16 @@ int opf_case_init(opf_case *c, const opf_op *op, opf_dtype dt, const char *spec,
     if (c->present[i] && c->in[i].ndim < 0)
       return opf_err_set(err, OPF_EINVAL, "%s: input '%s' needs a shape (e.g. %s=1024x1024)",
                          op->name, op->in[i].name, op->in[i].name);
-  for (int i = 0; i < op->n_out; i++)
+  for (int i = 0; i < op->n_out; i++) {
     if (c->out[i].ndim < 0)
       return opf_err_set(err, OPF_EKERNEL, "%s: infer did not set output '%s'", op->name,
                          op->out[i]);
+    const opf_tensor *src = op->inplace[i] ? &c->in[op->inplace[i] - 1] : NULL;
+    if (src && (src->dtype != c->out[i].dtype || opf_numel(src) != opf_numel(&c->out[i]) ||
+                !c->present[op->inplace[i] - 1]))
+      return opf_err_set(err, OPF_EKERNEL, "%s: in-place output '%s' must match input '%s'",
+                         op->name, op->out[i], op->in[op->inplace[i] - 1].name);
+  }
   return OPF_OK;
 }
 
@@ -199,6 +248,7 @@ uint64_t opf_case_footprint(const opf_case *c, int with_grad) {
     total += b * (with_grad && wants_grad(c, i) ? 2 : 1);
   }
   for (int i = 0; i < c->op->n_out; i++) {
+    if (c->op->inplace[i]) continue; /* shares its input's storage */
     uint64_t b = opf_tensor_bytes(&c->out[i], &ovf);
     if (ovf) return UINT64_MAX;
     total += b * (with_grad && opf_dtype_is_float(c->out[i].dtype) ? 2 : 1);
@@ -216,7 +266,15 @@ int opf_case_alloc(opf_case *c, int with_grad, opf_err *err) {
   int rc = OPF_OK;
   for (int i = 0; i < op->n_in && !rc; i++)
     if (c->present[i]) rc = opf_tensor_alloc(&c->in[i], err);
-  for (int i = 0; i < op->n_out && !rc; i++) rc = opf_tensor_alloc(&c->out[i], err);
+  for (int i = 0; i < op->n_out && !rc; i++) {
+    if (op->inplace[i]) { /* the output is its input, updated in place */
+      const opf_tensor *src = &c->in[op->inplace[i] - 1];
+      c->out[i] = *src;
+      c->out[i].owned = 0;
+    } else {
+      rc = opf_tensor_alloc(&c->out[i], err);
+    }
+  }
   if (!rc && c->ws_bytes) {
     c->ws = opf_alloc(c->ws_bytes);
     if (!c->ws) rc = opf_err_set(err, OPF_ENOMEM, "cannot allocate %zu bytes of workspace",
@@ -253,7 +311,7 @@ int opf_case_fill(opf_case *c, uint64_t seed, opf_err *err) {
   }
   for (int i = 0; i < op->n_out; i++) {
     /* Outputs start defined (not garbage) so a kernel that skips elements is caught. */
-    if (c->out[i].data) memset(c->out[i].data, 0, c->out[i].nbytes);
+    if (c->out[i].data && !op->inplace[i]) memset(c->out[i].data, 0, c->out[i].nbytes);
     if (c->gout[i].data) opf_fill_uniform(&c->gout[i], seed, 100u + (uint64_t)i, -1, 1);
   }
   return OPF_OK;
@@ -284,14 +342,29 @@ static int fmt_param(const opf_case *c, int i, char *buf, size_t n) {
     return snprintf(buf, n, "%s=%.*s", pd->name, p ? (int)strcspn(p, "|") : 0, p ? p : "");
   }
   if (pd->type == OPF_P_AXIS && c->p[i] == OPF_AXIS_ALL) return snprintf(buf, n, "%s=all", pd->name);
+  if (pd->type == OPF_P_LIST) {
+    int off = snprintf(buf, n, "%s=%s", pd->name, c->list[i].n ? "" : "none");
+    for (int k = 0; k < c->list[i].n && off < (int)n; k++)
+      off += snprintf(buf + off, n - (size_t)off, "%s%lld", k ? "," : "", (long long)c->list[i].v[k]);
+    return off;
+  }
   if (pd->type == OPF_P_BOOL) return snprintf(buf, n, "%s=%s", pd->name, c->p[i] ? "true" : "false");
   return snprintf(buf, n, "%s=%.10g", pd->name, c->p[i]);
+}
+
+static int is_default(const opf_case *c, int i) {
+  const opf_param_desc *pd = &c->op->params[i];
+  if (pd->type != OPF_P_LIST) return c->p[i] == pd->def;
+  opf_list d;
+  opf_err e;
+  if (opf_list_parse(pd->defs, &d, &e) || d.n != c->list[i].n) return 0;
+  return !memcmp(d.v, c->list[i].v, sizeof d.v[0] * (size_t)d.n);
 }
 
 static char *params_str(const opf_case *c, char *buf, size_t n, size_t off, int only_changed) {
   char one[128];
   for (int i = 0; i < c->op->n_params && off < n; i++) {
-    if (only_changed && c->p[i] == c->op->params[i].def) continue;
+    if (only_changed && is_default(c, i)) continue;
     fmt_param(c, i, one, sizeof one);
     off += snprintf(buf + off, n - off, "%s%s", off ? " " : "", one);
   }

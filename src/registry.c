@@ -61,7 +61,7 @@ int opf_op_validate(const opf_op *op, opf_err *err) {
     return opf_err_set(err, OPF_EINVAL, "%s: category and summary are required", n);
   if (!op->forward || !op->reference || !op->infer)
     return opf_err_set(err, OPF_EINVAL, "%s: forward, reference and infer are required", n);
-  if (!op->dtypes || (op->dtypes & ~OPF_DT_ALL))
+  if (!op->dtypes || (op->dtypes & ~(OPF_DT_ALL | OPF_DT_BOOL)))
     return opf_err_set(err, OPF_EINVAL, "%s: bad dtype mask", n);
   if (op->n_in < 0 || op->n_in > OPF_MAX_IN || op->n_out < 1 || op->n_out > OPF_MAX_OUT ||
       op->n_params < 0 || op->n_params > OPF_MAX_PARAMS)
@@ -75,8 +75,12 @@ int opf_op_validate(const opf_op *op, opf_err *err) {
     return opf_err_set(err, OPF_EINVAL, "%s: backward but no differentiable input", n);
   if (!op->backward && ndiff)
     return opf_err_set(err, OPF_EINVAL, "%s: differentiable inputs but no backward", n);
-  for (int i = 0; i < op->n_out; i++)
+  for (int i = 0; i < op->n_out; i++) {
     if (!op->out[i]) return opf_err_set(err, OPF_EINVAL, "%s: output %d has no name", n, i);
+    if (op->inplace[i] && (op->inplace[i] < 0 || op->inplace[i] > op->n_in || op->backward))
+      return opf_err_set(err, OPF_EINVAL, "%s: in-place output '%s' needs a valid input and no backward",
+                         n, op->out[i]);
+  }
   for (int i = 0; i < op->n_params; i++) {
     const opf_param_desc *p = &op->params[i];
     if (!p->name || !p->help)
@@ -87,6 +91,15 @@ int opf_op_validate(const opf_op *op, opf_err *err) {
       if (!p->choices || p->def < 0 || p->def >= k)
         return opf_err_set(err, OPF_EINVAL, "%s: enum param '%s' default outside its choices", n,
                            p->name);
+    } else if (p->type == OPF_P_LIST) {
+      opf_list l;
+      opf_err e;
+      if (opf_list_parse(p->defs, &l, &e))
+        return opf_err_set(err, OPF_EINVAL, "%s: list param '%s' default: %s", n, p->name, e.msg);
+      for (int k = 0; k < l.n; k++)
+        if (l.v[k] < p->min || l.v[k] > p->max)
+          return opf_err_set(err, OPF_EINVAL, "%s: list param '%s' default outside [%g, %g]", n,
+                             p->name, p->min, p->max);
     } else if (p->type == OPF_P_BOOL) {
       if (p->def != 0 && p->def != 1)
         return opf_err_set(err, OPF_EINVAL, "%s: bool param '%s' default not 0/1", n, p->name);

@@ -57,6 +57,14 @@ void opf_fill_uniform(opf_tensor *t, uint64_t seed, uint64_t stream, double lo, 
     for (int64_t k = 0; k < n; k++) d[k] = (int64_t)floor(lo + w * u01(at(key, (uint64_t)k)));
     break;
   }
+  case OPF_BOOL: { /* 1 where the draw in [lo, hi) is positive; [0, 0) means a fair coin */
+    uint8_t *d = t->data;
+    double l = lo, h = hi;
+    if (l == 0 && h == 0) l = -1, h = 1;
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t k = 0; k < n; k++) d[k] = l + (h - l) * u01(at(key, (uint64_t)k)) > 0;
+    break;
+  }
   default: break;
   }
 }

@@ -15,6 +15,7 @@ static const struct {
     [OPF_F64] = {"float64", "f64", 8},
     [OPF_I32] = {"int32", "i32", 4},
     [OPF_I64] = {"int64", "i64", 8},
+    [OPF_BOOL] = {"bool", "b8", 1},
 };
 
 size_t opf_dtype_size(opf_dtype d) { return (unsigned)d < OPF_NDTYPES ? dtypes[d].size : 0; }

@@ -52,8 +52,16 @@ typedef enum opf_param_type {
   OPF_P_FLOAT, /* real in [min, max] */
   OPF_P_BOOL,  /* 0/1, also "true"/"false" */
   OPF_P_ENUM,  /* one of choices "a|b|c"; value is the index */
-  OPF_P_AXIS   /* integer axis in [min, max] (negative counts from the end) or "all" */
+  OPF_P_AXIS,  /* integer axis in [min, max] (negative counts from the end) or "all" */
+  OPF_P_LIST   /* up to OPF_MAX_DIMS integers, each in [min, max], written "2x3", "2,3" or
+                * "-1,512" ("none": empty); default from .defs; value in c->list[i], and
+                * c->p[i] holds the count (target shapes, reps, pads, begin/end/step) */
 } opf_param_type;
+
+typedef struct opf_list {
+  int n;
+  int64_t v[OPF_MAX_DIMS];
+} opf_list;
 
 #define OPF_AXIS_ALL 1000.0 /* value of an OPF_P_AXIS param set to "all" */
 
@@ -64,6 +72,7 @@ typedef struct opf_param_desc {
   double min, max;     /* inclusive range for INT/FLOAT/AXIS */
   const char *choices; /* ENUM: "name0|name1|..." */
   const char *help;
+  const char *defs;    /* LIST: default list, e.g. "1,1" (NULL or "": empty) */
 } opf_param_desc;
 
 /* ---- default shapes ----
@@ -103,6 +112,11 @@ typedef struct opf_op {
   double (*flops)(const opf_case *c, opf_pass p);
   double (*bytes)(const opf_case *c, opf_pass p);
   double tol;              /* relative tolerance vs reference for float32 (0: 1e-4) */
+  /* In-place operators: inplace[j] = 1 + the index of the input that output j overwrites
+   * (0: a separate output). The harness does not allocate such an output: it shares the
+   * input's storage (same shape and dtype, set by infer), so repeated calls keep updating
+   * it. Forward-only; the tests run the reference on a pristine copy of the inputs. */
+  int inplace[OPF_MAX_OUT];
 } opf_op;
 
 #define OPF_OP_ABI 1u
@@ -119,7 +133,8 @@ struct opf_case {
   opf_tensor out[OPF_MAX_OUT];
   opf_tensor gout[OPF_MAX_OUT]; /* gradients w.r.t. outputs (backward input) */
   opf_tensor gin[OPF_MAX_IN];   /* gradients w.r.t. inputs (backward output) */
-  double p[OPF_MAX_PARAMS];     /* resolved params, in descriptor order */
+  double p[OPF_MAX_PARAMS];     /* resolved params, in descriptor order (LIST: its count) */
+  opf_list list[OPF_MAX_PARAMS]; /* values of OPF_P_LIST params, in descriptor order */
   void *ws;                     /* workspace of ws_bytes, 64-byte aligned, tracked */
   size_t ws_bytes;
   void *state;                  /* free for the operator's kernels */
@@ -131,6 +146,8 @@ int opf_case_error(opf_case *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Param by name (for infer/setup; kernels index c->p directly). */
 double opf_case_param(const opf_case *c, const char *name);
+/* Parse a LIST value ("2x3", "2,-1", "none") into l; OPF_EINVAL with a message when malformed. */
+int opf_list_parse(const char *s, opf_list *l, opf_err *err);
 /* Normalize an axis param against ndim: -1 -> ndim-1; returns -1 when out of range. */
 int opf_axis(double axis, int ndim);
 

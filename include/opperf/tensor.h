@@ -17,17 +17,19 @@ typedef enum opf_dtype {
   OPF_F64 = 1,
   OPF_I32 = 2,
   OPF_I64 = 3,
+  OPF_BOOL = 4, /* one byte, 0 or 1 (uint8_t): comparison and logic results, masks */
   OPF_NDTYPES
 } opf_dtype;
 
 #define OPF_DT_BIT(d) (1u << (d))
 #define OPF_DT_FLOAT (OPF_DT_BIT(OPF_F32) | OPF_DT_BIT(OPF_F64))
 #define OPF_DT_INT (OPF_DT_BIT(OPF_I32) | OPF_DT_BIT(OPF_I64))
-#define OPF_DT_ALL (OPF_DT_FLOAT | OPF_DT_INT)
+#define OPF_DT_ALL (OPF_DT_FLOAT | OPF_DT_INT) /* every numeric dtype */
+#define OPF_DT_BOOL OPF_DT_BIT(OPF_BOOL)
 
 size_t opf_dtype_size(opf_dtype d);
 const char *opf_dtype_name(opf_dtype d);
-/* Parses "float32"/"f32"/"float64"/"f64"/"int32"/"i32"/"int64"/"i64"; -1 when unknown. */
+/* Parses "float32"/"f32"/"float64"/"f64"/"int32"/"i32"/"int64"/"i64"/"bool"; -1 when unknown. */
 int opf_dtype_parse(const char *s);
 static inline int opf_dtype_is_float(opf_dtype d) { return d == OPF_F32 || d == OPF_F64; }
 

@@ -6,8 +6,8 @@
 #include "cli.h"
 
 static const char *ptype(opf_param_type t) {
-  static const char *n[] = {"int", "float", "bool", "enum", "axis"};
-  return (unsigned)t <= OPF_P_AXIS ? n[t] : "?";
+  static const char *n[] = {"int", "float", "bool", "enum", "axis", "list"};
+  return (unsigned)t <= OPF_P_LIST ? n[t] : "?";
 }
 
 int cmd_describe(int argc, char **argv) {
@@ -36,7 +36,10 @@ int cmd_describe(int argc, char **argv) {
     printf("\n");
   }
   printf("\noutputs:");
-  for (int i = 0; i < op->n_out; i++) printf(" %s", op->out[i]);
+  for (int i = 0; i < op->n_out; i++) {
+    printf(" %s", op->out[i]);
+    if (op->inplace[i]) printf(" (updates %s in place)", op->in[op->inplace[i] - 1].name);
+  }
   printf("\n\nparams:%s\n", op->n_params ? "" : " none");
   for (int i = 0; i < op->n_params; i++) {
     const opf_param_desc *p = &op->params[i];
@@ -50,6 +53,9 @@ int cmd_describe(int argc, char **argv) {
       printf("default %.*s, one of %s", c ? (int)strcspn(c, "|") : 0, c ? c : "", p->choices);
     } else if (p->type == OPF_P_BOOL) {
       printf("default %s", p->def ? "true" : "false");
+    } else if (p->type == OPF_P_LIST) {
+      printf("default %s, values in [%g, %g], e.g. 2,3", p->defs && *p->defs ? p->defs : "none",
+             p->min, p->max);
     } else if (p->type == OPF_P_AXIS && p->def == OPF_AXIS_ALL) {
       printf("default all, in [%g, %g] or all", p->min, p->max);
     } else {

@@ -49,7 +49,7 @@ static void usage(void) {
       "                       replaces the default shape sets with one custom case\n"
       "  --param KEY=VALUE    param for every case, e.g. --param axis=0 (repeatable)\n"
       "  --config FILE.json   custom cases: [{\"op\":..., \"inputs\":{...}, \"params\":{...}, \"dtype\":...}]\n"
-      "  --dtype LIST         float32 (default), float64, int32, int64, or all\n"
+      "  --dtype LIST         float32 (default), float64, int32, int64, bool, or all\n"
       "  --pass LIST          fwd, bwd, both (forward+backward); default fwd,bwd\n"
       "measurement:\n"
       "  --warmup SEC         warm-up time per case (default 0.05)\n"
@@ -92,11 +92,11 @@ static int parse_dtypes(const char *list, unsigned *mask) {
   char *save = NULL;
   for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     if (!strcmp(t, "all")) {
-      *mask = OPF_DT_ALL;
+      *mask = OPF_DT_ALL | OPF_DT_BOOL;
       continue;
     }
     int d = opf_dtype_parse(t);
-    if (d < 0) return cli_usage_error("unknown dtype '%s' (use float32, float64, int32, int64 or all)", t);
+    if (d < 0) return cli_usage_error("unknown dtype '%s' (use float32, float64, int32, int64, bool or all)", t);
     *mask |= OPF_DT_BIT(d);
   }
   return 0;

@@ -246,7 +246,7 @@ static void test_int64_division_range(void **state) {
 /* The divisor generator keeps |b| away from zero in every dtype. */
 static void test_div_divisor_range(void **state) {
   (void)state;
-  for (int d = 0; d < OPF_NDTYPES; d++) {
+  for (int d = 0; d < OPF_BOOL; d++) { /* the numeric dtypes */
     opf_case c;
     ts_case_ready(&c, ts_op("div"), (opf_dtype)d, "a=1 b=100000", 0, 3);
     double lo = d <= OPF_F64 ? 0.5 : 1, hi = d <= OPF_F64 ? 2 : 9;

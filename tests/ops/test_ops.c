@@ -1,8 +1,8 @@
 /* test_ops.c: registry-driven correctness of every operator. For each operator: the registry
  * self-check; forward against its reference for every dtype on the "small" and "test" shape
  * sets; backward against central finite differences in float64 (a sample of coordinates of
- * every differentiable input); backward overwrites rather than accumulates; flops/bytes models
- * finite and positive. OPPERF_TEST_OPS=name,name restricts the operators (for development). */
+ * every differentiable input); backward overwrites rather than accumulates; forward leaves its
+ * inputs alone (in-place operators: reference on a pristine copy); flops/bytes models finite. OPPERF_TEST_OPS=name,name restricts the operators (for development). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,15 +27,24 @@ static int selected(const char *name) {
 
 static int in_test_sets(const char *set) { return !strcmp(set, "small") || !strcmp(set, "test"); }
 
-/* A copy of c with fresh outputs, for running the reference on the same inputs. */
-static void ref_case(opf_case *r, const opf_case *c) {
+/* A copy of c with fresh outputs, for running the reference on the same inputs. With snap (the
+ * inputs as they were before forward), the copy reads those instead, and an in-place output
+ * shares its snapshot input, as the kernel's does. */
+static void ref_case(opf_case *r, const opf_case *c, opf_tensor *snap) {
   *r = *c;
   r->ws = NULL;
   r->ws_bytes = 0;
   r->state = NULL;
   for (int i = 0; i < OPF_MAX_IN; i++) memset(&r->gin[i], 0, sizeof r->gin[i]);
+  if (snap)
+    for (int i = 0; i < c->op->n_in; i++) r->in[i] = snap[i];
   for (int i = 0; i < c->op->n_out; i++) {
     memset(&r->gout[i], 0, sizeof r->gout[i]);
+    if (snap && c->op->inplace[i]) {
+      r->out[i] = snap[c->op->inplace[i] - 1];
+      r->out[i].owned = 0;
+      continue;
+    }
     opf_tensor_set_shape(&r->out[i], c->out[i].dtype, c->out[i].ndim, c->out[i].shape);
     r->out[i].data = NULL;
     r->out[i].nbytes = 0;
@@ -50,12 +59,35 @@ static void ref_case_release(opf_case *r) {
   for (int i = 0; i < r->op->n_out; i++) opf_tensor_free(&r->out[i]);
 }
 
+/* Owned copies of c's present inputs. */
+static void snapshot_inputs(opf_tensor *snap, const opf_case *c) {
+  for (int i = 0; i < c->op->n_in; i++) {
+    snap[i] = c->in[i];
+    snap[i].owned = 0;
+    if (!c->in[i].data) continue;
+    snap[i].data = NULL;
+    opf_err e;
+    if (opf_tensor_alloc(&snap[i], &e)) fail_msg("%s", e.msg);
+    memcpy(snap[i].data, c->in[i].data, c->in[i].nbytes);
+  }
+}
+
 static void check_forward(const opf_op *op, opf_dtype dt, const char *spec) {
   opf_case c, r;
+  opf_tensor snap[OPF_MAX_IN];
   ts_case_ready(&c, op, dt, spec, 0, 42);
+  snapshot_inputs(snap, &c);
   int rc = op->forward(&c);
   if (rc) fail_msg("%s %s [%s]: forward failed: %s", op->name, opf_dtype_name(dt), spec, c.err.msg);
-  ref_case(&r, &c);
+  /* Forward must not touch its inputs, except one it is declared to update in place. */
+  for (int i = 0; i < op->n_in; i++) {
+    int updated = 0;
+    for (int j = 0; j < op->n_out; j++) updated |= op->inplace[j] == i + 1;
+    if (c.in[i].data && !updated && memcmp(c.in[i].data, snap[i].data, c.in[i].nbytes))
+      fail_msg("%s %s [%s]: forward modified input '%s'", op->name, opf_dtype_name(dt), spec,
+               op->in[i].name);
+  }
+  ref_case(&r, &c, snap);
   rc = op->reference(&r);
   if (rc) fail_msg("%s %s [%s]: reference failed: %s", op->name, opf_dtype_name(dt), spec, r.err.msg);
   double rtol = dt == OPF_F64 ? 1e-9 : (op->tol > 0 ? op->tol : 1e-4);
@@ -73,6 +105,7 @@ static void check_forward(const opf_op *op, opf_dtype dt, const char *spec) {
                opf_pass_name((opf_pass)p));
   }
   ref_case_release(&r);
+  for (int i = 0; i < op->n_in; i++) opf_tensor_free(&snap[i]);
   opf_case_release(&c);
 }
 
@@ -119,7 +152,7 @@ static void check_gradient(const opf_op *op, const char *spec) {
     opf_tensor_free(&first[i]);
   }
 
-  ref_case(&r, &c);
+  ref_case(&r, &c, NULL);
   opf_rng rng;
   opf_rng_init(&rng, 99, 0);
   for (int i = 0; i < op->n_in; i++) {

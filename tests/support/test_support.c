@@ -14,6 +14,7 @@ double ts_get(const opf_tensor *t, int64_t k) {
   case OPF_F64: return ((const double *)t->data)[k];
   case OPF_I32: return ((const int32_t *)t->data)[k];
   case OPF_I64: return (double)((const int64_t *)t->data)[k];
+  case OPF_BOOL: return ((const uint8_t *)t->data)[k];
   default: return NAN;
   }
 }
@@ -24,6 +25,7 @@ void ts_set(opf_tensor *t, int64_t k, double v) {
   case OPF_F64: ((double *)t->data)[k] = v; break;
   case OPF_I32: ((int32_t *)t->data)[k] = (int32_t)v; break;
   case OPF_I64: ((int64_t *)t->data)[k] = (int64_t)v; break;
+  case OPF_BOOL: ((uint8_t *)t->data)[k] = v != 0; break;
   default: break;
   }
 }
