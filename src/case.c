@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "opperf/harness.h"
+#include "opperf/npy.h"
 
 int opf_case_error(opf_case *c, int code, const char *fmt, ...) {
   va_list ap;
@@ -184,7 +185,18 @@ int opf_case_init(opf_case *c, const opf_op *op, opf_dtype dt, const char *spec,
       int nd;
       int64_t shape[OPF_MAX_DIMS];
       opf_err e2;
-      if (opf_shape_parse(val, &nd, shape, &e2))
+      if (val[0] == '@') { /* real data: the shape and dtype come from the .npy file */
+        opf_dtype fdt;
+        if (strlen(val + 1) >= sizeof c->in_file[ii])
+          return opf_err_set(err, OPF_EINVAL, "input '%s' of '%s': file name too long", name, op->name);
+        if (opf_npy_header(val + 1, &fdt, &nd, shape, &e2))
+          return opf_err_set(err, e2.code, "input '%s' of '%s': %s", name, op->name, e2.msg);
+        if (fdt != c->in[ii].dtype)
+          return opf_err_set(err, OPF_EINVAL, "input '%s' of '%s': '%s' holds %s but the input is %s%s",
+                             name, op->name, val + 1, opf_dtype_name(fdt), opf_dtype_name(c->in[ii].dtype),
+                             op->in[ii].dtype == OPF_DT_CASE ? " (choose it with --dtype)" : "");
+        strcpy(c->in_file[ii], val + 1);
+      } else if (opf_shape_parse(val, &nd, shape, &e2))
         return opf_err_set(err, OPF_EINVAL, "input '%s' of '%s': %s", name, op->name, e2.msg);
       for (int d = 0; d < nd; d++)
         if (shape[d] < 0)
@@ -295,7 +307,10 @@ int opf_case_fill(opf_case *c, uint64_t seed, opf_err *err) {
   c->seed = seed; /* fill hooks derive their streams from it */
   for (int i = 0; i < op->n_in; i++) {
     if (!c->present[i] || !c->in[i].data) continue;
-    if (op->in[i].fill) {
+    if (c->in_file[i][0]) {
+      int rc = opf_npy_load(c->in_file[i], &c->in[i], err);
+      if (rc) return rc;
+    } else if (op->in[i].fill) {
       opf_rng r;
       opf_rng_init(&r, seed, (uint64_t)i);
       opf_err_clear(&c->err);

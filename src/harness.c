@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "opperf/harness.h"
+#include "opperf/npy.h"
 #include "opperf/report.h"
 
 void opf_settings_default(opf_settings *s) {
@@ -120,7 +121,7 @@ static void fill_info(opf_result *r, const opf_case *c) {
   for (int i = 0; i < op->n_out; i++) {
     opf_tensor_info *t = &r->tensors[k++];
     snprintf(t->name, sizeof t->name, "%s", op->out[i]);
-    snprintf(t->role, sizeof t->role, "out");
+    snprintf(t->role, sizeof t->role, "%s", op->inplace[i] ? "inplace" : "out");
     opf_shape_str(&c->out[i], t->shape, sizeof t->shape);
     t->dtype = c->out[i].dtype;
     t->bytes = opf_tensor_bytes(&c->out[i], NULL);
@@ -131,6 +132,37 @@ static void fill_info(opf_result *r, const opf_case *c) {
 static int fail(opf_result *r, opf_status st, const char *fmt, const char *msg) {
   r->status = st;
   snprintf(r->message, sizeof r->message, fmt, msg);
+  return OPF_OK;
+}
+
+/* --save-tensors: DIR/NNNN_OP_DTYPE_PASS_NAME.npy. Inputs (and output gradients) as generated,
+ * before any call; outputs (and input gradients) after the measurement. */
+static int save_tensors(const opf_settings *s, const opf_case *c, opf_pass pass, int after,
+                        opf_result *r, opf_err *err) {
+  const opf_op *op = c->op;
+  char path[600];
+  int np = snprintf(r->saved, sizeof r->saved, "%s/%04d_%s_%s_%s_", s->save_dir, s->case_index,
+                    op->name, opf_dtype_name(c->dtype), opf_pass_name(pass));
+  if (np >= (int)sizeof r->saved) return opf_err_set(err, OPF_EINVAL, "--save-tensors path too long");
+  const opf_tensor *t[2 * (OPF_MAX_IN + OPF_MAX_OUT)];
+  const char *names[2 * (OPF_MAX_IN + OPF_MAX_OUT)], *pre[2 * (OPF_MAX_IN + OPF_MAX_OUT)];
+  int n = 0;
+  for (int i = 0; i < op->n_in; i++) {
+    if (!after && c->in[i].data) t[n] = &c->in[i], names[n] = op->in[i].name, pre[n++] = "";
+    if (after && c->gin[i].data) t[n] = &c->gin[i], names[n] = op->in[i].name, pre[n++] = "grad_";
+  }
+  for (int i = 0; i < op->n_out; i++) {
+    if (after && c->out[i].data) t[n] = &c->out[i], names[n] = op->out[i], pre[n++] = "";
+    if (!after && c->gout[i].data) t[n] = &c->gout[i], names[n] = op->out[i], pre[n++] = "grad_";
+  }
+  for (int i = 0; i < n; i++) {
+    /* An in-place output shares its input's name space: suffix it so both files exist. */
+    int clash = 0;
+    for (int j = 0; j < op->n_in; j++) clash |= after && !pre[i][0] && !strcmp(names[i], op->in[j].name);
+    snprintf(path, sizeof path, "%s%s%s%s.npy", r->saved, pre[i], names[i], clash ? "_out" : "");
+    int rc = opf_npy_save(path, t[i], err);
+    if (rc) return rc;
+  }
   return OPF_OK;
 }
 
@@ -185,6 +217,10 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
   opf_alloc_stats a0, a1, a2;
   if (opf_case_alloc(c, with_grad, &err) || opf_case_fill(c, s->seed, &err))
     return fail(r, OPF_ST_ERROR, "%s", err.msg);
+  if (s->save_dir[0] && save_tensors(s, c, pass, 0, r, &err)) {
+    opf_case_release(c);
+    return fail(r, OPF_ST_ERROR, "%s", err.msg);
+  }
   opf_alloc_stats_get(&a0);
   r->setup_bytes = a0.bytes_allocated;
   r->setup_allocs = a0.n_allocs;
@@ -305,6 +341,10 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
     er->status = er->running_pct >= 99.9 ? OPF_EV_COUNTED : OPF_EV_SCALED;
   }
   r->status = OPF_ST_OK;
+  if (s->save_dir[0] && save_tensors(s, c, pass, 1, r, &err)) {
+    r->status = OPF_ST_ERROR;
+    snprintf(r->message, sizeof r->message, "%.500s", err.msg);
+  }
   if (hk && hk->case_end) hk->case_end(hk->ctx, r);
   free(ev_samples);
   free(fl.buf);

@@ -54,6 +54,11 @@ void opf_result_inputs(const opf_result *r, char *buf, size_t n) {
 }
 
 int opf_write_atomic(const char *path, const void *data, size_t n, opf_err *err) {
+  return opf_write_atomic_parts(path, &data, &n, 1, err);
+}
+
+int opf_write_atomic_parts(const char *path, const void *const *parts, const size_t *lens,
+                           int nparts, opf_err *err) {
   char *tmp = NULL;
   if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0) return opf_err_set(err, OPF_ENOMEM, "out of memory");
   int fd = mkstemp(tmp);
@@ -62,16 +67,20 @@ int opf_write_atomic(const char *path, const void *data, size_t n, opf_err *err)
     free(tmp);
     return opf_err_set(err, OPF_EIO, "cannot write '%s': %s", path, strerror(e));
   }
-  const char *p = data;
-  size_t left = n;
-  while (left) {
-    ssize_t w = write(fd, p, left);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      break;
+  size_t left = 0;
+  errno = 0;
+  for (int i = 0; i < nparts && !left; i++) {
+    const char *p = parts[i];
+    left = lens[i];
+    while (left) {
+      ssize_t w = write(fd, p, left);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      p += w;
+      left -= (size_t)w;
     }
-    p += w;
-    left -= (size_t)w;
   }
   int e = errno;
   if (left || fsync(fd) || close(fd)) {

@@ -111,6 +111,7 @@ static int json_record(opf_emitter *e, const opf_result *r) {
   cJSON_AddStringToObject(o, "status", opf_status_name(r->status));
   if (r->message[0]) cJSON_AddStringToObject(o, "message", r->message);
   if (r->simulated) cJSON_AddTrueToObject(o, "simulated"); /* --backend callgrind */
+  if (r->saved[0]) cJSON_AddStringToObject(o, "saved_prefix", r->saved);
   cJSON *ts = cJSON_AddArrayToObject(o, "tensors");
   for (int i = 0; i < r->n_tensors; i++) {
     cJSON *t = cJSON_CreateObject();

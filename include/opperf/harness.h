@@ -27,6 +27,11 @@ char *opf_case_params_str(const opf_case *c, char *buf, size_t n);
 int opf_case_has_backward(const opf_case *c);
 /* Run one pass once (used by the harness and the tests). */
 int opf_case_call(opf_case *c, opf_pass p);
+/* A valid random spec for op (--random-shapes): draw `index` of the stream under seed, made
+ * by rescaling one of the operator's standard/skewed/small entries and checked with infer.
+ * Same seed and index, same spec. OPF_EUNSUPPORTED when no draw is valid. */
+int opf_random_spec(const opf_op *op, opf_dtype dt, uint64_t seed, int index, char *spec,
+                    size_t n, opf_err *err);
 /* Bytes of memory available for new allocations (MemAvailable), 0 when unknown. */
 uint64_t opf_mem_available(void);
 
@@ -73,6 +78,8 @@ typedef struct opf_settings {
   int warmup_calls;   /* > 0: exactly this many warm-up calls instead of warmup seconds */
   const opf_region_hooks *hooks; /* NULL: none */
   char backend[16];   /* "" (native) or "callgrind": counters simulated, times not real */
+  char save_dir[256]; /* "": off; else write each case's tensors there as .npy files */
+  int case_index;     /* number of the case in the run (file names under save_dir) */
 } opf_settings;
 void opf_settings_default(opf_settings *s);
 
@@ -116,6 +123,7 @@ struct opf_result {
   opf_pass pass;
   opf_status status;
   char message[OPF_ERR_MSG_MAX];
+  char saved[320];      /* --save-tensors: path prefix of this case's .npy files, else "" */
   int n_tensors;
   opf_tensor_info tensors[OPF_MAX_IN + OPF_MAX_OUT];
   /* time */

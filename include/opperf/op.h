@@ -139,6 +139,7 @@ struct opf_case {
   size_t ws_bytes;
   void *state;                  /* free for the operator's kernels */
   uint64_t seed;
+  char in_file[OPF_MAX_IN][256]; /* "NAME=@FILE.npy": the input's data comes from this file */
   opf_err err;
 };
 

@@ -79,5 +79,8 @@ char *opf_fmt_time(double seconds, char *buf, size_t n); /* "1.23 ms" */
 char *opf_fmt_bytes(double bytes, char *buf, size_t n);  /* "4.00 MiB" */
 /* Write data to path atomically (temp file in the same directory, fsync, rename). */
 int opf_write_atomic(const char *path, const void *data, size_t n, opf_err *err);
+/* The same for data in several pieces (header and payload), written in order. */
+int opf_write_atomic_parts(const char *path, const void *const *parts, const size_t *lens,
+                           int nparts, opf_err *err);
 
 #endif

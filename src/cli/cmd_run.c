@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backend.h" /* --backend callgrind */
@@ -36,6 +37,7 @@ typedef struct run_opts {
   opf_format fmt[MAX_OUTPUTS];
   const char *fmt_path[MAX_OUTPUTS];
   int dry_run;
+  int random_shapes;      /* --random-shapes N: N drawn cases per operator instead of the sets */
   cli_backend_kind backend; /* --backend: src/cli/backend.c */
 } run_opts;
 
@@ -47,6 +49,9 @@ static void usage(void) {
       "  --shapes SETS        shape sets: standard,skewed (default), small, large, huge, test, all\n"
       "  --input NAME=SHAPE   custom input shape, e.g. --input x=64x3x32x32 (repeatable);\n"
       "                       replaces the default shape sets with one custom case\n"
+      "  --input NAME=@F.npy  real data from a NumPy .npy file (its shape and dtype)\n"
+      "  --random-shapes N    N valid random cases per operator (drawn from its default\n"
+      "                       entries; --seed S picks them: same seed, same shapes and data)\n"
       "  --param KEY=VALUE    param for every case, e.g. --param axis=0 (repeatable)\n"
       "  --config FILE.json   custom cases: [{\"op\":..., \"inputs\":{...}, \"params\":{...}, \"dtype\":...}]\n"
       "  --dtype LIST         float32 (default), float64, int32, int64, bool, or all\n"
@@ -68,6 +73,7 @@ static void usage(void) {
       "output:\n"
       "  --format LIST        table (default), json, csv, md; FMT=FILE writes that format to FILE\n"
       "  -o FILE              write the (non-table) report to FILE, atomically\n"
+      "  --save-tensors DIR   write each case's inputs and outputs as .npy files into DIR\n"
       "  --dry-run            list the cases that would run, and exit\n");
 }
 
@@ -163,7 +169,7 @@ static int need_pos(const char *opt, const char *v, double *out) {
 static int parse_args(int argc, char **argv, run_opts *o) {
   enum { O_SHAPES = 256, O_INPUT, O_PARAM, O_CONFIG, O_DTYPE, O_PASS, O_WARMUP, O_MINTIME,
          O_MAXTIME, O_RUNS, O_SAMPLE, O_THREADS, O_CPU, O_CACHE, O_SEED, O_EVENTS, O_FORMAT,
-         O_DRY, O_BACKEND };
+         O_DRY, O_BACKEND, O_RANDOM, O_SAVE };
   static const struct option opts[] = {
       {"shapes", required_argument, 0, O_SHAPES}, {"input", required_argument, 0, O_INPUT},
       {"param", required_argument, 0, O_PARAM},   {"config", required_argument, 0, O_CONFIG},
@@ -176,6 +182,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       {"format", required_argument, 0, O_FORMAT}, {"output", required_argument, 0, 'o'},
       {"dry-run", no_argument, 0, O_DRY},         {"help", no_argument, 0, 'h'},
       {"backend", required_argument, 0, O_BACKEND},
+      {"random-shapes", required_argument, 0, O_RANDOM}, {"save-tensors", required_argument, 0, O_SAVE},
       {0, 0, 0, 0}};
   opf_settings_default(&o->s);
   o->sets = "standard,skewed";
@@ -235,6 +242,15 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     case O_FORMAT: if (parse_formats(o, optarg)) return 2; break;
     case 'o': o->output = optarg; break;
     case O_DRY: o->dry_run = 1; break;
+    case O_RANDOM:
+      if (!cli_parse_int(optarg, &v) || v < 1 || v > 10000)
+        return cli_usage_error("--random-shapes needs a count between 1 and 10000, not '%s'", optarg);
+      o->random_shapes = (int)v;
+      break;
+    case O_SAVE:
+      if (strlen(optarg) >= sizeof o->s.save_dir - 64) return cli_usage_error("--save-tensors: directory name too long");
+      snprintf(o->s.save_dir, sizeof o->s.save_dir, "%s", optarg);
+      break;
     case O_BACKEND: if (cli_backend_parse(optarg, &o->backend)) return 2; break;
     case ':': return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
     default: return cli_usage_error("run: unknown option '%s' (see opperf run -h)", argv[optind - 1]);
@@ -243,6 +259,15 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   if (o->s.max_time < o->s.min_time) o->s.max_time = o->s.min_time;
   if (check_sets(o->sets)) return 2;
   if (o->config && o->n_inputs) return cli_usage_error("--config and --input cannot be combined");
+  if (o->random_shapes && (o->config || o->n_inputs))
+    return cli_usage_error("--random-shapes cannot be combined with --input or --config");
+  if (o->s.save_dir[0]) {
+    struct stat st;
+    if (stat(o->s.save_dir, &st) && mkdir(o->s.save_dir, 0777))
+      return cli_usage_error("--save-tensors: cannot create directory '%s'", o->s.save_dir);
+    if (!stat(o->s.save_dir, &st) && !S_ISDIR(st.st_mode))
+      return cli_usage_error("--save-tensors: '%s' is not a directory", o->s.save_dir);
+  }
   if (!o->n_out) add_format(o, "table");
   return 0;
 }
@@ -346,7 +371,17 @@ static int build_cases(run_opts *o, const opf_op **ops, int nops, int named, cas
         if (add_case(l, op, (opf_dtype)d, "custom", spec, 1)) return 2;
         continue;
       }
-      for (int k = 0; k < OPF_MAX_SETS && op->shapes[k].set; k++) {
+      for (int k = 0; k < o->random_shapes; k++) {
+        opf_err e;
+        if (opf_random_spec(op, (opf_dtype)d, o->s.seed, k, spec, sizeof spec, &e)) {
+          fprintf(stderr, "opperf: %s (skipped)\n", e.msg);
+          break;
+        }
+        if (build_spec(spec + strlen(spec), sizeof spec - strlen(spec), " ", o->params, o->n_params))
+          return cli_usage_error("too many --param items");
+        if (add_case(l, op, (opf_dtype)d, "random", spec, o->n_params > 0)) return 2;
+      }
+      for (int k = 0; !o->random_shapes && k < OPF_MAX_SETS && op->shapes[k].set; k++) {
         if (!set_selected(o->sets, op->shapes[k].set)) continue;
         if (build_spec(spec, sizeof spec, op->shapes[k].spec, o->params, o->n_params))
           return cli_usage_error("too many --param items");
@@ -487,6 +522,7 @@ int cmd_run(int argc, char **argv) {
       if (tty) fprintf(stderr, "\r\033[K[%d/%d] %s %s %s", ++done, total, c->c.op->name,
                        opf_dtype_name(c->c.dtype), opf_pass_name((opf_pass)p));
       opf_result r;
+      o.s.case_index = i;
       opf_measure(&o.s, &c->c, c->set, (opf_pass)p, pmu, &r);
       cli_backend_result(&bk, &r); /* callgrind child: attach the simulated counters */
       if (have_machine) r.roofline = opf_roofline_bound(&mach, r.dtype, o.s.threads, r.flops, r.bytes);

@@ -112,6 +112,24 @@ else:                                       # a machine with a PMU
     assert c["per_call"] > 0, c
 PY
 
+# --random-shapes: same seed, same cases; another seed, others; they run
+expect 0 "" -- run relu add --random-shapes 3 --seed 9 --dry-run
+cp "$tmp/out" "$tmp/r1"
+expect 0 "" -- run relu add --random-shapes 3 --seed 9 --dry-run
+cmp -s "$tmp/out" "$tmp/r1" || fail "--random-shapes is not reproducible"
+grep -c ' random ' "$tmp/r1" | grep -qx 6 || fail "--random-shapes 3 on two operators: $(cat "$tmp/r1")"
+expect 0 "" -- run relu add --random-shapes 3 --seed 10 --dry-run
+cmp -s "$tmp/out" "$tmp/r1" && fail "--random-shapes ignores --seed"
+expect 0 "" -- run relu --random-shapes 2 "${quick[@]}"
+
+# --save-tensors writes .npy files; --input x=@file.npy runs on them and gives the same output
+expect 0 "" -- run relu --input x=5x7 --pass fwd --save-tensors "$tmp/st" "${quick[@]}"
+[ -f "$tmp/st/0000_relu_float32_fwd_x.npy" ] && [ -f "$tmp/st/0000_relu_float32_fwd_y.npy" ] ||
+  fail "--save-tensors files: $(ls "$tmp/st")"
+expect 0 "" -- run relu --input x=@"$tmp/st/0000_relu_float32_fwd_x.npy" --seed 99 --pass fwd --save-tensors "$tmp/st2" "${quick[@]}"
+cmp -s "$tmp/st/0000_relu_float32_fwd_y.npy" "$tmp/st2/0000_relu_float32_fwd_y.npy" ||
+  fail "a run on saved inputs gives another output"
+
 # --- bad input: one line, exit 2, no output file, no crash -------------------------------
 out="$tmp/bad.json"
 bad() { expect 2 "$1" -- "${@:2}" -o "$out"; [ ! -e "$out" ] || fail "output file written for: ${*:2}"; }
@@ -139,6 +157,14 @@ bad "--cache must be warm or cold" run relu --cache tepid
 bad "this machine has CPUs" run relu --cpu 4096
 bad "--param expects NAME=VALUE" run relu --param oops
 bad "unknown option" run relu --frobnicate
+bad "cannot read '$tmp/none.npy'" run relu --input x=@"$tmp/none.npy"
+echo "not numpy" >"$tmp/bad.npy"
+bad "is not a .npy file" run relu --input x=@"$tmp/bad.npy"
+bad "holds float32 but the input is float64" run relu --dtype float64 --input x=@"$tmp/st/0000_relu_float32_fwd_x.npy"
+bad "cannot be broadcast" run add --input a=@"$tmp/st/0000_relu_float32_fwd_x.npy" --input b=3x3
+bad "--random-shapes needs a count" run relu --random-shapes 0
+bad "cannot be combined" run relu --random-shapes 2 --input x=3x3
+bad "is not a directory" run relu --save-tensors "$tmp/bad.npy"
 expect 2 "needs a value" -- run relu --threads
 expect 2 "cannot read config" -- run --config "$tmp/nope.json"
 
