@@ -39,6 +39,11 @@ const char *opf_status_name(opf_status s) {
 void opf_result_release(opf_result *r) {
   free(r->samples);
   r->samples = NULL;
+  for (int i = 0; i < r->n_events; i++) {
+    free(r->events[i].raw);
+    r->events[i].raw = NULL;
+    r->events[i].n_raw = 0;
+  }
 }
 
 /* "0-1,3" -> cpu set; OPF_EINVAL on a malformed list or a CPU this machine does not have. */
@@ -338,6 +343,11 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
     er->per_call = es.median;
     er->mean_per_call = ev_sum[i] / ((double)ev_n[i] * (double)k);
     er->running_pct = 100.0 * ev_run[i] / r->total_time;
+    er->raw = malloc(sizeof *er->raw * (size_t)ev_n[i]); /* for comparisons: `opperf compare` */
+    if (er->raw) {
+      memcpy(er->raw, ev_samples + i * (size_t)cap, sizeof *er->raw * (size_t)ev_n[i]);
+      er->n_raw = ev_n[i];
+    }
     er->status = er->running_pct >= 99.9 ? OPF_EV_COUNTED : OPF_EV_SCALED;
   }
   r->status = OPF_ST_OK;

@@ -174,6 +174,7 @@ static int json_record(opf_emitter *e, const opf_result *r) {
       cJSON_AddNumberToObject(k, "per_call", ev->per_call);
       cJSON_AddNumberToObject(k, "mean_per_call", ev->mean_per_call);
       cJSON_AddNumberToObject(k, "running_pct", ev->running_pct);
+      if (ev->raw) cJSON_AddItemToObject(k, "raw", cJSON_CreateDoubleArray(ev->raw, ev->n_raw));
     }
     if (ev->err) cJSON_AddNumberToObject(k, "errno", ev->err);
     if (ev->reason[0]) cJSON_AddStringToObject(k, "reason", ev->reason);

@@ -110,6 +110,8 @@ typedef struct opf_event_result {
   double per_call;      /* scaled count per call: median over the samples (like the time) */
   double mean_per_call; /* total count / calls, over the samples that read it */
   double running_pct;   /* share of the measured time the event was counting */
+  double *raw;          /* count per call of each sample that read it (owned), n_raw of them */
+  int n_raw;
 } opf_event_result;
 
 struct opf_result {

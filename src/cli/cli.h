@@ -13,6 +13,12 @@ int cmd_describe(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_events(int argc, char **argv);
 int cmd_machine(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+
+/* The comparison report of two JSON reports (cmd_compare.c); returns the exit status. */
+struct opf_cmp_opts;
+int cli_compare_print(const char *base, const char *cur, const struct opf_cmp_opts *o, int all,
+                      const char *fmt, const char *out);
 
 /* Print "opperf: <message>" to stderr and return EXIT_USAGE. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -2,6 +2,8 @@
  * custom --input/--param cases or a --config file), validates all of them before measuring
  * anything (bad input exits 2 and no output file is touched), measures every case and pass,
  * and writes the requested reports. */
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 #include <unistd.h>
 
 #include "backend.h" /* --backend callgrind */
+#include "opperf/compare.h"
 #include "cli.h"
 
 #define MAX_ITEMS 64
@@ -38,6 +41,8 @@ typedef struct run_opts {
   const char *fmt_path[MAX_OUTPUTS];
   int dry_run;
   int random_shapes;      /* --random-shapes N: N drawn cases per operator instead of the sets */
+  const char *save_baseline, *compare_baseline, *baseline_dir;
+  double threshold;       /* --compare-baseline: smallest change that counts */
   cli_backend_kind backend; /* --backend: src/cli/backend.c */
 } run_opts;
 
@@ -74,6 +79,13 @@ static void usage(void) {
       "  --format LIST        table (default), json, csv, md; FMT=FILE writes that format to FILE\n"
       "  -o FILE              write the (non-table) report to FILE, atomically\n"
       "  --save-tensors DIR   write each case's inputs and outputs as .npy files into DIR\n"
+      "regression gate:\n"
+      "  --save-baseline NAME     also store this run's JSON report as baseline NAME\n"
+      "  --compare-baseline NAME  compare with baseline NAME (see opperf compare); exit 1\n"
+      "                           when a case regressed significantly\n"
+      "  --threshold T            smallest change that counts (default 5%%)\n"
+      "  --baseline-dir DIR       where baselines live (default $OPPERF_BASELINE_DIR, else\n"
+      "                           $XDG_DATA_HOME/opperf/baselines or ~/.local/share/...)\n"
       "  --dry-run            list the cases that would run, and exit\n");
 }
 
@@ -166,10 +178,64 @@ static int need_pos(const char *opt, const char *v, double *out) {
   return 0;
 }
 
+static char base_save_path[1024], base_cmp_path[1024], base_run_path[1024];
+
+static int valid_name(const char *n) {
+  if (!*n || *n == '.') return 0;
+  for (; *n; n++)
+    if (!(isalnum((unsigned char)*n) || *n == '-' || *n == '_' || *n == '.')) return 0;
+  return 1;
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path) {
+  char b[1024];
+  snprintf(b, sizeof b, "%s", path);
+  for (char *p = b + 1; *p; p++)
+    if (*p == '/') {
+      *p = '\0';
+      if (mkdir(b, 0777) && errno != EEXIST) return -1;
+      *p = '/';
+    }
+  return mkdir(b, 0777) && errno != EEXIST ? -1 : 0;
+}
+
+/* --save-baseline / --compare-baseline: resolve the directory, check names and that the baseline
+ * to compare with exists, and add the JSON outputs the gate needs. */
+static int setup_baselines(run_opts *o) {
+  if (!o->save_baseline && !o->compare_baseline) return 0;
+  char dir[900];
+  const char *env = getenv("OPPERF_BASELINE_DIR"), *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+  if (o->baseline_dir) snprintf(dir, sizeof dir, "%s", o->baseline_dir);
+  else if (env && *env) snprintf(dir, sizeof dir, "%s", env);
+  else if (xdg && *xdg) snprintf(dir, sizeof dir, "%.800s/opperf/baselines", xdg);
+  else snprintf(dir, sizeof dir, "%.800s/.local/share/opperf/baselines", home && *home ? home : ".");
+  const char *names[2] = {o->save_baseline, o->compare_baseline};
+  for (int i = 0; i < 2; i++)
+    if (names[i] && !valid_name(names[i]))
+      return cli_usage_error("baseline name '%s' must be letters, digits, '-', '_' or '.'", names[i]);
+  if (make_dirs(dir)) return cli_usage_error("cannot create the baseline directory '%s'", dir);
+  if (o->compare_baseline) {
+    snprintf(base_cmp_path, sizeof base_cmp_path, "%s/%s.json", dir, o->compare_baseline);
+    if (access(base_cmp_path, R_OK))
+      return cli_usage_error("no baseline '%s' in %s (store one with --save-baseline %s)",
+                             o->compare_baseline, dir, o->compare_baseline);
+    snprintf(base_run_path, sizeof base_run_path, "%s/.%s.latest.json", dir, o->compare_baseline);
+    if (add_format(o, "json")) return 2;
+    o->fmt_path[o->n_out - 1] = base_run_path;
+  }
+  if (o->save_baseline) {
+    snprintf(base_save_path, sizeof base_save_path, "%s/%s.json", dir, o->save_baseline);
+    if (add_format(o, "json")) return 2;
+    o->fmt_path[o->n_out - 1] = base_save_path;
+  }
+  return 0;
+}
+
 static int parse_args(int argc, char **argv, run_opts *o) {
   enum { O_SHAPES = 256, O_INPUT, O_PARAM, O_CONFIG, O_DTYPE, O_PASS, O_WARMUP, O_MINTIME,
          O_MAXTIME, O_RUNS, O_SAMPLE, O_THREADS, O_CPU, O_CACHE, O_SEED, O_EVENTS, O_FORMAT,
-         O_DRY, O_BACKEND, O_RANDOM, O_SAVE };
+         O_DRY, O_BACKEND, O_RANDOM, O_SAVE, O_SAVE_BASE, O_CMP_BASE, O_BASE_DIR, O_THRESH };
   static const struct option opts[] = {
       {"shapes", required_argument, 0, O_SHAPES}, {"input", required_argument, 0, O_INPUT},
       {"param", required_argument, 0, O_PARAM},   {"config", required_argument, 0, O_CONFIG},
@@ -183,8 +249,11 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       {"dry-run", no_argument, 0, O_DRY},         {"help", no_argument, 0, 'h'},
       {"backend", required_argument, 0, O_BACKEND},
       {"random-shapes", required_argument, 0, O_RANDOM}, {"save-tensors", required_argument, 0, O_SAVE},
+      {"save-baseline", required_argument, 0, O_SAVE_BASE}, {"compare-baseline", required_argument, 0, O_CMP_BASE},
+      {"baseline-dir", required_argument, 0, O_BASE_DIR}, {"threshold", required_argument, 0, O_THRESH},
       {0, 0, 0, 0}};
   opf_settings_default(&o->s);
+  o->threshold = 0.05;
   o->sets = "standard,skewed";
   o->dtypes = NULL;
   o->passes = "fwd,bwd";
@@ -247,6 +316,20 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         return cli_usage_error("--random-shapes needs a count between 1 and 10000, not '%s'", optarg);
       o->random_shapes = (int)v;
       break;
+    case O_SAVE_BASE: o->save_baseline = optarg; break;
+    case O_CMP_BASE: o->compare_baseline = optarg; break;
+    case O_BASE_DIR: o->baseline_dir = optarg; break;
+    case O_THRESH: {
+      char b[64];
+      snprintf(b, sizeof b, "%s", optarg);
+      size_t l = strlen(b);
+      int pct = l && b[l - 1] == '%';
+      if (pct) b[l - 1] = '\0';
+      if (!cli_parse_double(b, &o->threshold) || o->threshold < 0)
+        return cli_usage_error("--threshold needs a change such as 5%% or 0.05, not '%s'", optarg);
+      if (pct) o->threshold /= 100;
+      break;
+    }
     case O_SAVE:
       if (strlen(optarg) >= sizeof o->s.save_dir - 64) return cli_usage_error("--save-tensors: directory name too long");
       snprintf(o->s.save_dir, sizeof o->s.save_dir, "%s", optarg);
@@ -269,7 +352,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       return cli_usage_error("--save-tensors: '%s' is not a directory", o->s.save_dir);
   }
   if (!o->n_out) add_format(o, "table");
-  return 0;
+  return setup_baselines(o);
 }
 
 /* Build a spec from a base and the user's items (later items override earlier ones). */
@@ -542,5 +625,13 @@ int cmd_run(int argc, char **argv) {
   free(ctx);
   free(cl.v);
   if (rc) return cli_usage_error("%s", e.msg[0] ? e.msg : "cannot write the report");
-  return failed ? EXIT_FAILED : EXIT_OK;
+  int gate = EXIT_OK;
+  if (o.compare_baseline) {
+    opf_cmp_opts co = {.metric = "time", .threshold = o.threshold, .alpha = 0.05};
+    fflush(stdout);
+    printf("\nbaseline '%s':\n", o.compare_baseline);
+    gate = cli_compare_print(base_cmp_path, base_run_path, &co, 0, "table", NULL);
+  }
+  if (gate == EXIT_USAGE) return gate;
+  return failed || gate ? EXIT_FAILED : EXIT_OK;
 }

@@ -16,6 +16,7 @@ static const struct {
     {"run", cmd_run, "benchmark operators: time, counters, memory; table/JSON/CSV/Markdown"},
     {"events", cmd_events, "which performance counters work here (PMUs, presets, statuses)"},
     {"machine", cmd_machine, "measure peak FLOP/s and memory bandwidth (roofline ceilings)"},
+    {"compare", cmd_compare, "compare two JSON reports: regressions with a significance test"},
 };
 
 static void usage(FILE *f) {
@@ -44,5 +45,5 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (!strcmp(cmd, commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
-  return cli_usage_error("unknown command '%s' (commands: list, describe, run, machine, events; see opperf -h)", cmd);
+  return cli_usage_error("unknown command '%s' (commands: list, describe, run, machine, events, compare; see opperf -h)", cmd);
 }

@@ -1,0 +1,208 @@
+/* cmd_compare.c: `opperf compare BASE.json NEW.json`: the regression gate. Prints the cases that
+ * changed (all with --all), counts per verdict and geometric means per category, as a table,
+ * Markdown or JSON; exits 1 when a case regressed significantly or broke, 0 otherwise. Also
+ * used by `opperf run --compare-baseline`. */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "opperf/compare.h"
+#include "textable.h"
+
+static void usage(void) {
+  printf("usage: opperf compare [options] BASE.json NEW.json\n\n"
+         "Matches the cases of two JSON reports (operator, implementation, shapes, params,\n"
+         "dtype, pass) and reports the change of a metric with a Mann-Whitney U test on the raw\n"
+         "samples. Exits 1 when a case regressed beyond the threshold with significance (or\n"
+         "failed in NEW), 0 otherwise, 2 on bad input or incomparable runs.\n\n"
+         "options:\n"
+         "  --metric M        time (default), instructions, cycles, or a counter name\n"
+         "  --threshold T     smallest change that counts, e.g. 5%% or 0.05 (default 5%%)\n"
+         "  --alpha A         significance level of the U test (default 0.05)\n"
+         "  --force           compare runs from different CPUs, thread counts or cache modes\n"
+         "  --all             list every case (default: only those not unchanged)\n"
+         "  --format F        table (default), md or json\n"
+         "  -o FILE           write the report to FILE (atomically)\n");
+}
+
+static int parse_fraction(const char *s, double *v) {
+  char buf[64];
+  snprintf(buf, sizeof buf, "%s", s);
+  size_t l = strlen(buf);
+  int pct = l && buf[l - 1] == '%';
+  if (pct) buf[l - 1] = '\0';
+  if (!cli_parse_double(buf, v) || *v < 0) return 0;
+  if (pct) *v /= 100;
+  return *v < 100;
+}
+
+static void fmt_metric(const char *metric, double v, char *b, size_t n) {
+  if (isnan(v)) snprintf(b, n, "-");
+  else if (!strcmp(metric, "time")) opf_fmt_time(v, b, n);
+  else snprintf(b, n, "%.4g", v);
+}
+
+static char *render_text(const opf_cmp_report *r, const opf_cmp_opts *o, int all, int md, size_t *len) {
+  char *buf = NULL;
+  FILE *f = open_memstream(&buf, len);
+  if (!f) return NULL;
+  const char *metric = o->metric;
+  enum { C_OP, C_DT, C_PASS, C_IN, C_BASE, C_NEW, C_CH, C_P, C_V, NC };
+  opf_textable *t = opf_textable_new(NC);
+  const char *hd[NC] = {"operator", "dtype", "pass", "case", "base", "new", "change", "p", "verdict"};
+  for (int c = 0; c < NC; c++) opf_textable_header(t, c, hd[c], c >= C_BASE && c <= C_P);
+  int shown = 0;
+  for (int i = 0; i < r->n_rows; i++) {
+    const opf_cmp_row *w = &r->rows[i];
+    if (!all && w->verdict == OPF_V_UNCHANGED) continue;
+    char b[32], c[32];
+    opf_textable_row(t);
+    opf_textable_cell(t, C_OP, "%s", w->op);
+    opf_textable_cell(t, C_DT, "%s", w->dtype);
+    opf_textable_cell(t, C_PASS, "%s", w->pass);
+    opf_textable_cell(t, C_IN, "%.60s", w->spec);
+    fmt_metric(metric, w->base, b, sizeof b);
+    fmt_metric(metric, w->cur, c, sizeof c);
+    opf_textable_cell(t, C_BASE, "%s", b);
+    opf_textable_cell(t, C_NEW, "%s", c);
+    if (isnan(w->change)) opf_textable_cell(t, C_CH, "-");
+    else opf_textable_cell(t, C_CH, "%+.1f%%", 100 * w->change);
+    if (isnan(w->p)) opf_textable_cell(t, C_P, "-");
+    else opf_textable_cell(t, C_P, "%.3g", w->p);
+    opf_textable_cell(t, C_V, "%s%s%s", opf_verdict_name(w->verdict), w->note[0] ? ": " : "", w->note);
+    shown++;
+  }
+  fprintf(f, "%scompare %s: threshold %.3g%%, alpha %g%s\n", md ? "## opperf " : "", metric,
+          100 * o->threshold, o->alpha, md ? "" : "");
+  if (r->warning[0]) fprintf(f, "%swarning: %s\n", md ? "\n" : "", r->warning);
+  fprintf(f, "\n");
+  if (shown) opf_textable_print(t, f, md);
+  else fprintf(f, "every matched case is unchanged\n");
+  opf_textable_free(t);
+  fprintf(f, "\n");
+  for (int v = 0; v < OPF_NVERDICTS; v++)
+    if (r->counts[v] || v <= OPF_V_REGRESSED) fprintf(f, "%s%d %s", v ? ", " : "", r->counts[v], opf_verdict_name((opf_verdict)v));
+  fprintf(f, "\n\n");
+  if (r->n_cats) {
+    opf_textable *g = opf_textable_new(3);
+    opf_textable_header(g, 0, "category", 0);
+    opf_textable_header(g, 1, "cases", 1);
+    opf_textable_header(g, 2, "geomean new/base", 1);
+    for (int i = 0; i < r->n_cats; i++) {
+      opf_textable_row(g);
+      opf_textable_cell(g, 0, "%s", r->cats[i].name);
+      opf_textable_cell(g, 1, "%d", r->cats[i].n);
+      opf_textable_cell(g, 2, "%.3f", r->cats[i].geomean);
+    }
+    opf_textable_row(g);
+    opf_textable_cell(g, 0, "all");
+    opf_textable_cell(g, 1, "%d", r->counts[OPF_V_UNCHANGED] + r->counts[OPF_V_IMPROVED] +
+                                      r->counts[OPF_V_REGRESSED] + r->counts[OPF_V_NOISE]);
+    opf_textable_cell(g, 2, "%.3f", r->geomean);
+    opf_textable_print(g, f, md);
+    opf_textable_free(g);
+  }
+  fclose(f);
+  return buf;
+}
+
+static char *render_json(const opf_cmp_report *r, const opf_cmp_opts *o, size_t *len) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "metric", o->metric);
+  cJSON_AddNumberToObject(root, "threshold", o->threshold);
+  cJSON_AddNumberToObject(root, "alpha", o->alpha);
+  if (r->warning[0]) cJSON_AddStringToObject(root, "warning", r->warning);
+  cJSON *cnt = cJSON_AddObjectToObject(root, "counts");
+  for (int v = 0; v < OPF_NVERDICTS; v++) cJSON_AddNumberToObject(cnt, opf_verdict_name((opf_verdict)v), r->counts[v]);
+  if (!isnan(r->geomean)) cJSON_AddNumberToObject(root, "geomean", r->geomean);
+  cJSON *cats = cJSON_AddObjectToObject(root, "categories");
+  for (int i = 0; i < r->n_cats; i++) {
+    cJSON *c = cJSON_AddObjectToObject(cats, r->cats[i].name);
+    cJSON_AddNumberToObject(c, "cases", r->cats[i].n);
+    cJSON_AddNumberToObject(c, "geomean", r->cats[i].geomean);
+  }
+  cJSON *rows = cJSON_AddArrayToObject(root, "cases");
+  for (int i = 0; i < r->n_rows; i++) {
+    const opf_cmp_row *w = &r->rows[i];
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "op", w->op);
+    cJSON_AddStringToObject(c, "category", w->category);
+    cJSON_AddStringToObject(c, "impl", w->impl);
+    cJSON_AddStringToObject(c, "spec", w->spec);
+    cJSON_AddStringToObject(c, "dtype", w->dtype);
+    cJSON_AddStringToObject(c, "pass", w->pass);
+    cJSON_AddStringToObject(c, "verdict", opf_verdict_name(w->verdict));
+    if (!isnan(w->base)) cJSON_AddNumberToObject(c, "base", w->base);
+    if (!isnan(w->cur)) cJSON_AddNumberToObject(c, "new", w->cur);
+    if (!isnan(w->change)) cJSON_AddNumberToObject(c, "change", w->change);
+    if (!isnan(w->p)) cJSON_AddNumberToObject(c, "p", w->p);
+    if (w->note[0]) cJSON_AddStringToObject(c, "note", w->note);
+    cJSON_AddItemToArray(rows, c);
+  }
+  char *s = cJSON_Print(root);
+  cJSON_Delete(root);
+  if (s) *len = strlen(s);
+  return s;
+}
+
+int cli_compare_print(const char *base, const char *cur, const opf_cmp_opts *o, int all,
+                      const char *fmt, const char *out) {
+  opf_cmp_report rep;
+  opf_err e;
+  if (opf_compare_files(base, cur, o, &rep, &e)) return cli_usage_error("%s", e.msg);
+  size_t len = 0;
+  char *text = !strcmp(fmt, "json") ? render_json(&rep, o, &len) : render_text(&rep, o, all, !strcmp(fmt, "md"), &len);
+  int regressed = rep.counts[OPF_V_REGRESSED] + rep.counts[OPF_V_BROKEN];
+  opf_cmp_report_free(&rep);
+  if (!text) return cli_usage_error("out of memory");
+  int rc = 0;
+  if (out) rc = opf_write_atomic(out, text, len, &e);
+  else fwrite(text, 1, len, stdout);
+  free(text);
+  if (rc) return cli_usage_error("%s", e.msg);
+  return regressed ? EXIT_FAILED : EXIT_OK;
+}
+
+int cmd_compare(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"metric", required_argument, 0, 'm'}, {"threshold", required_argument, 0, 't'},
+      {"alpha", required_argument, 0, 'a'},  {"force", no_argument, 0, 'f'},
+      {"all", no_argument, 0, 'A'},          {"format", required_argument, 0, 'F'},
+      {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  opf_cmp_opts o = {.metric = "time", .threshold = 0.05, .alpha = 0.05};
+  const char *fmt = "table", *out = NULL;
+  int all = 0, ch;
+  optind = 1;
+  opterr = 0;
+  while ((ch = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+    switch (ch) {
+    case 'h': usage(); return EXIT_OK;
+    case 'm': o.metric = optarg; break;
+    case 't':
+      if (!parse_fraction(optarg, &o.threshold))
+        return cli_usage_error("--threshold needs a change such as 5%% or 0.05, not '%s'", optarg);
+      break;
+    case 'a':
+      if (!cli_parse_double(optarg, &o.alpha) || !(o.alpha > 0 && o.alpha < 1))
+        return cli_usage_error("--alpha needs a level in (0, 1), not '%s'", optarg);
+      break;
+    case 'f': o.force = 1; break;
+    case 'A': all = 1; break;
+    case 'F':
+      if (strcmp(optarg, "table") && strcmp(optarg, "md") && strcmp(optarg, "json"))
+        return cli_usage_error("compare: unknown format '%s' (use table, md or json)", optarg);
+      fmt = optarg;
+      break;
+    case 'o': out = optarg; break;
+    case ':': return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
+    default: return cli_usage_error("compare: unknown option '%s' (see opperf compare -h)", argv[optind - 1]);
+    }
+  }
+  if (argc - optind != 2) return cli_usage_error("compare: expected two reports (opperf compare BASE.json NEW.json)");
+  return cli_compare_print(argv[optind], argv[optind + 1], &o, all, fmt, out);
+}
