@@ -71,6 +71,16 @@ static int read_caches(opf_cache_info *out, int max) {
     c->size = read_line(path, buf, sizeof buf) ? 0 : parse_size(buf);
     snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/shared_cpu_list", i);
     if (read_line(path, c->shared_cpus, sizeof c->shared_cpus)) c->shared_cpus[0] = '\0';
+    c->num_sharing = 0; /* "0-1,4" -> 3 */
+    for (const char *p = c->shared_cpus; *p;) {
+      char *end;
+      long a = strtol(p, &end, 10), b = a;
+      if (end == p) break;
+      if (*end == '-') b = strtol(end + 1, &end, 10);
+      c->num_sharing += (int)(b - a + 1);
+      p = *end == ',' ? end + 1 : end;
+      if (!*end) break;
+    }
   }
   return n;
 }
@@ -83,6 +93,17 @@ uint64_t opf_llc_bytes(void) {
   for (int i = 0; i < n; i++)
     if (strcmp(c[i].type, "Instruction") && c[i].level >= lvl) lvl = c[i].level, best = c[i].size;
   return best ? best : 32ull << 20;
+}
+
+static double cpu_mhz(void) {
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return 0;
+  char line[512];
+  double mhz = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "cpu MHz : %lf", &mhz) == 1) break;
+  fclose(f);
+  return mhz;
 }
 
 void opf_cpu_model(char *buf, size_t n) {
@@ -114,6 +135,7 @@ void opf_context_collect(opf_context *ctx, const opf_settings *s, const opf_pmu 
   snprintf(ctx->cflags, sizeof ctx->cflags, "%s", OPPERF_CFLAGS);
   opf_cpu_model(ctx->cpu_model, sizeof ctx->cpu_model);
   ctx->cpus_online = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  ctx->mhz = cpu_mhz();
   ctx->n_caches = read_caches(ctx->caches, 8);
   ctx->mem_total = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
   struct utsname u;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "opperf/harness.h"
@@ -39,6 +40,8 @@ const char *opf_status_name(opf_status s) {
 void opf_result_release(opf_result *r) {
   free(r->samples);
   r->samples = NULL;
+  free(r->cpu_samples);
+  r->cpu_samples = NULL;
   for (int i = 0; i < r->n_events; i++) {
     free(r->events[i].raw);
     r->events[i].raw = NULL;
@@ -171,6 +174,13 @@ static int save_tensors(const opf_settings *s, const opf_case *c, opf_pass pass,
   return OPF_OK;
 }
 
+/* CPU time of the whole process (every OpenMP thread), read outside the timed region. */
+static double process_cpu(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 static int call_batch(opf_case *c, opf_pass pass, int64_t k) {
   for (int64_t i = 0; i < k; i++) {
     int rc = opf_case_call(c, pass);
@@ -266,7 +276,8 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
 
   int cap = s->max_runs > 0 ? s->max_runs : 1000;
   r->samples = malloc(sizeof *r->samples * (size_t)cap);
-  if (!r->samples) {
+  r->cpu_samples = malloc(sizeof *r->cpu_samples * (size_t)cap);
+  if (!r->samples || !r->cpu_samples) {
     rc = OPF_ENOMEM;
     snprintf(c->err.msg, sizeof c->err.msg, "cannot allocate the sample buffer");
     goto kernel_failed;
@@ -295,13 +306,16 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
     flush_caches(&fl);
     /* A failed snapshot read leaves partial values: such a sample gets no counter deltas. */
     int snap_ok = pmu_live && opf_pmu_read(pmu, &sa) == OPF_OK;
+    double cb = process_cpu();
     if (hk && hk->sample_begin) hk->sample_begin(hk->ctx);
     double b = opf_now();
     rc = call_batch(c, pass, k);
     double e = opf_now();
     if (hk && hk->sample_end) hk->sample_end(hk->ctx);
+    double ce = process_cpu();
     snap_ok = snap_ok && opf_pmu_read(pmu, &sb) == OPF_OK;
     if (rc) break;
+    r->cpu_samples[n] = (ce - cb) / (double)k;
     r->samples[n++] = (e - b) / (double)k;
     r->total_time += e - b;
     for (size_t i = 0; snap_ok && i < nev; i++) {

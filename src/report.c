@@ -18,6 +18,8 @@ static const struct {
     [OPF_FMT_JSON] = {"json", ".json", &opf_emit_json},
     [OPF_FMT_CSV] = {"csv", ".csv", &opf_emit_csv},
     [OPF_FMT_MD] = {"md", ".md", &opf_emit_md},
+    [OPF_FMT_JSONL] = {"jsonl", ".jsonl", &opf_emit_jsonl},
+    [OPF_FMT_GBENCH] = {"gbench", ".gbench.json", &opf_emit_gbench},
 };
 
 int opf_format_parse(const char *s) {
@@ -112,7 +114,13 @@ int opf_emitter_begin(opf_emitter **out, opf_format f, const char *path, const o
   e->fmt = f;
   e->ctx = ctx;
   e->path = path && strcmp(path, "-") ? strdup(path) : NULL;
-  e->out = open_memstream(&e->buf, &e->len);
+  if (e->ops->stream) e->out = e->path ? fopen(e->path, "w") : stdout;
+  else e->out = open_memstream(&e->buf, &e->len);
+  if (!e->out && e->ops->stream) {
+    int en = errno;
+    opf_emitter_end(e, 0, NULL);
+    return opf_err_set(err, OPF_EIO, "cannot write '%s': %s", path, strerror(en));
+  }
   if (!e->out || e->ops->begin(e)) {
     opf_emitter_end(e, 0, NULL);
     return opf_err_set(err, OPF_ENOMEM, "cannot start the %s report", formats[f].name);
@@ -126,6 +134,12 @@ int opf_emitter_record(opf_emitter *e, const opf_result *r) { return e->ops->rec
 int opf_emitter_end(opf_emitter *e, int commit, opf_err *err) {
   int rc = OPF_OK;
   if (commit && e->ops->end(e)) rc = opf_err_set(err, OPF_ENOMEM, "cannot render the report");
+  if (e->ops->stream) { /* already written as it went */
+    if (e->out && e->out != stdout && fclose(e->out) && !rc) rc = opf_err_set(err, OPF_EIO, "cannot write '%s'", e->path);
+    if (e->out == stdout) fflush(stdout);
+    e->out = NULL;
+    commit = 0;
+  }
   if (e->out) fclose(e->out);
   e->out = NULL;
   if (commit && !rc) {

@@ -83,4 +83,4 @@ static int csv_end(opf_emitter *e) {
   return 0;
 }
 
-const emitter_ops opf_emit_csv = {csv_begin, csv_record, csv_end, NULL};
+const emitter_ops opf_emit_csv = {csv_begin, csv_record, csv_end, NULL, 0};

@@ -12,6 +12,7 @@ typedef struct emitter_ops {
   int (*record)(opf_emitter *e, const opf_result *r);
   int (*end)(opf_emitter *e); /* render everything still pending into e->out */
   void (*release)(opf_emitter *e);
+  int stream; /* writes straight to the destination as records arrive (JSON lines) */
 } emitter_ops;
 
 struct opf_emitter {
@@ -25,7 +26,8 @@ struct opf_emitter {
   void *priv;
 };
 
-extern const emitter_ops opf_emit_table, opf_emit_md, opf_emit_json, opf_emit_csv;
+extern const emitter_ops opf_emit_table, opf_emit_md, opf_emit_json, opf_emit_csv, opf_emit_jsonl,
+    opf_emit_gbench;
 
 /* Shared by back-ends: input shapes "1024x1024, 1x1024". */
 void opf_result_inputs(const opf_result *r, char *buf, size_t n);

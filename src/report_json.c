@@ -1,5 +1,6 @@
-/* report_json.c: the JSON report (cJSON): schema version, the context block, and one record
- * per case with statistics, raw samples, model-derived throughput, memory and counters. */
+/* report_json.c: the JSON reports (cJSON): the opperf report (schema version, the context
+ * block, and one record per case with statistics, raw samples, model-derived throughput, memory
+ * and counters), its streaming JSON-lines form, and Google Benchmark-compatible JSON. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,7 @@ static cJSON *context_json(const opf_context *c) {
   cJSON_AddItemToObject(o, "settings", settings_json(&c->settings));
   cJSON_AddStringToObject(o, "command", c->command);
   cJSON_AddStringToObject(o, "timestamp", c->timestamp);
+  if (c->interrupted) cJSON_AddTrueToObject(o, "interrupted"); /* SIGINT/SIGTERM: partial run */
   return o;
 }
 
@@ -97,9 +99,9 @@ static int json_begin(opf_emitter *e) {
   return e->priv ? 0 : -1;
 }
 
-static int json_record(opf_emitter *e, const opf_result *r) {
+static cJSON *result_json(const opf_result *r) {
   cJSON *o = cJSON_CreateObject();
-  if (!o) return -1;
+  if (!o) return NULL;
   cJSON_AddStringToObject(o, "op", r->op);
   cJSON_AddStringToObject(o, "category", r->category);
   cJSON_AddStringToObject(o, "impl", r->impl);
@@ -180,6 +182,12 @@ static int json_record(opf_emitter *e, const opf_result *r) {
     if (ev->reason[0]) cJSON_AddStringToObject(k, "reason", ev->reason);
     cJSON_AddItemToArray(cs, k);
   }
+  return o;
+}
+
+static int json_record(opf_emitter *e, const opf_result *r) {
+  cJSON *o = result_json(r);
+  if (!o) return -1;
   cJSON_AddItemToArray(e->priv, o);
   return 0;
 }
@@ -201,4 +209,150 @@ static int json_end(opf_emitter *e) {
 
 static void json_release(opf_emitter *e) { cJSON_Delete(e->priv); }
 
-const emitter_ops opf_emit_json = {json_begin, json_record, json_end, json_release};
+const emitter_ops opf_emit_json = {json_begin, json_record, json_end, json_release, 0};
+
+/* ---- JSON lines: written as the run goes (a killed run still leaves valid lines) ----
+ * {"context": {...}} first, one {"result": {...}} per case and pass, {"end": {...}} last. */
+static int jsonl_line(opf_emitter *e, const char *key, cJSON *item) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return -1;
+  cJSON_AddItemToObject(o, key, item);
+  char *s = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  if (!s) return -1;
+  int rc = fprintf(e->out, "%s\n", s) < 0 || fflush(e->out) ? -1 : 0;
+  cJSON_free(s);
+  return rc;
+}
+
+static int jsonl_begin(opf_emitter *e) {
+  cJSON_AddNumberToObject(e->priv = cJSON_CreateObject(), "results", 0);
+  return jsonl_line(e, "context", context_json(e->ctx));
+}
+
+static int jsonl_record(opf_emitter *e, const opf_result *r) {
+  cJSON *n = cJSON_GetObjectItem(e->priv, "results");
+  cJSON_SetNumberValue(n, n->valuedouble + 1);
+  cJSON *o = result_json(r);
+  return o ? jsonl_line(e, "result", o) : -1;
+}
+
+static int jsonl_end(opf_emitter *e) {
+  cJSON *end = e->priv;
+  e->priv = NULL;
+  cJSON_AddBoolToObject(end, "interrupted", e->ctx->interrupted);
+  cJSON_AddNumberToObject(end, "loadavg_end", e->ctx->loadavg_end);
+  return jsonl_line(e, "end", end);
+}
+
+const emitter_ops opf_emit_jsonl = {jsonl_begin, jsonl_record, jsonl_end, json_release, 1};
+
+/* ---- Google Benchmark JSON: context and benchmarks, one "iteration" entry per sample (its
+ * calls are the iterations) plus mean/median/stddev/cv aggregates, times in ns, counters per
+ * call as user counters: dashboards and tools/compare.py read it unchanged. ---- */
+static void gbench_name(const opf_result *r, char *buf, size_t n) {
+  size_t off = (size_t)snprintf(buf, n, "%s/%s/%s/%s", r->op, opf_pass_name(r->pass),
+                                opf_dtype_name(r->dtype), r->spec);
+  for (size_t i = 0; i < off && i < n; i++)
+    if (buf[i] == ' ') buf[i] = ',';
+}
+
+static void gbench_counters(cJSON *b, const opf_result *r) {
+  for (int i = 0; i < r->n_events; i++)
+    if (r->events[i].has_value) cJSON_AddNumberToObject(b, r->events[i].name, r->events[i].per_call);
+  if (r->time.median > 0 && r->flops > 0) cJSON_AddNumberToObject(b, "FLOP/s", r->flops / r->time.median);
+  if (r->time.median > 0 && r->bytes > 0) cJSON_AddNumberToObject(b, "bytes_per_second", r->bytes / r->time.median);
+}
+
+static cJSON *gbench_entry(const opf_result *r, const char *name, int family, int rep, const char *agg,
+                           double real_s, double cpu_s, double iters) {
+  cJSON *b = cJSON_CreateObject();
+  char full[420];
+  snprintf(full, sizeof full, "%.400s%s%s", name, agg ? "_" : "", agg ? agg : "");
+  cJSON_AddStringToObject(b, "name", full);
+  cJSON_AddNumberToObject(b, "family_index", family);
+  cJSON_AddNumberToObject(b, "per_family_instance_index", 0);
+  cJSON_AddStringToObject(b, "run_name", name);
+  cJSON_AddStringToObject(b, "run_type", agg ? "aggregate" : "iteration");
+  cJSON_AddNumberToObject(b, "repetitions", r->n_samples);
+  if (!agg) cJSON_AddNumberToObject(b, "repetition_index", rep);
+  cJSON_AddNumberToObject(b, "threads", 1);
+  if (agg) {
+    cJSON_AddStringToObject(b, "aggregate_name", agg);
+    cJSON_AddStringToObject(b, "aggregate_unit", strcmp(agg, "cv") ? "time" : "percentage");
+  }
+  cJSON_AddNumberToObject(b, "iterations", iters);
+  cJSON_AddNumberToObject(b, "real_time", real_s * 1e9);
+  cJSON_AddNumberToObject(b, "cpu_time", cpu_s * 1e9);
+  cJSON_AddStringToObject(b, "time_unit", "ns");
+  gbench_counters(b, r);
+  return b;
+}
+
+static int gbench_begin(opf_emitter *e) {
+  e->priv = cJSON_CreateArray();
+  return e->priv ? 0 : -1;
+}
+
+static int gbench_record(opf_emitter *e, const opf_result *r) {
+  if (r->status != OPF_ST_OK) return 0; /* Google Benchmark has no failed entries: see the JSON report */
+  char name[400];
+  gbench_name(r, name, sizeof name);
+  int family = cJSON_GetArraySize(e->priv) ? cJSON_GetObjectItem(cJSON_GetArrayItem(e->priv, cJSON_GetArraySize(e->priv) - 1), "family_index")->valueint + 1 : 0;
+  for (int i = 0; i < r->n_samples; i++)
+    cJSON_AddItemToArray(e->priv, gbench_entry(r, name, family, i, NULL, r->samples[i],
+                                               r->cpu_samples ? r->cpu_samples[i] : r->samples[i], (double)r->batch));
+  opf_stats cs = {0};
+  if (r->cpu_samples) opf_stats_compute(r->cpu_samples, r->n_samples, &cs);
+  else cs = r->time;
+  const char *aggs[4] = {"mean", "median", "stddev", "cv"};
+  const double real[4] = {r->time.mean, r->time.median, r->time.stddev, r->time.cv},
+               cpu[4] = {cs.mean, cs.median, cs.stddev, cs.cv};
+  for (int a = 0; a < 4; a++) {
+    cJSON *b = gbench_entry(r, name, family, 0, aggs[a], real[a], cpu[a], (double)r->n_samples);
+    if (a == 3) { /* cv entries are ratios, not times */
+      cJSON_ReplaceItemInObject(b, "real_time", cJSON_CreateNumber(real[a]));
+      cJSON_ReplaceItemInObject(b, "cpu_time", cJSON_CreateNumber(cpu[a]));
+    }
+    cJSON_AddItemToArray(e->priv, b);
+  }
+  return 0;
+}
+
+static int gbench_end(opf_emitter *e) {
+  const opf_context *c = e->ctx;
+  cJSON *root = cJSON_CreateObject(), *ctx = cJSON_AddObjectToObject(root, "context");
+  cJSON_AddStringToObject(ctx, "date", c->timestamp);
+  cJSON_AddStringToObject(ctx, "host_name", c->hostname);
+  cJSON_AddStringToObject(ctx, "executable", c->command);
+  cJSON_AddNumberToObject(ctx, "num_cpus", c->cpus_online);
+  cJSON_AddNumberToObject(ctx, "mhz_per_cpu", c->mhz);
+  cJSON_AddBoolToObject(ctx, "cpu_scaling_enabled", 0);
+  cJSON *caches = cJSON_AddArrayToObject(ctx, "caches");
+  for (int i = 0; i < c->n_caches; i++) {
+    cJSON *k = cJSON_CreateObject();
+    cJSON_AddStringToObject(k, "type", c->caches[i].type);
+    cJSON_AddNumberToObject(k, "level", c->caches[i].level);
+    cJSON_AddNumberToObject(k, "size", (double)c->caches[i].size);
+    cJSON_AddNumberToObject(k, "num_sharing", c->caches[i].num_sharing);
+    cJSON_AddItemToArray(caches, k);
+  }
+  cJSON *load = cJSON_AddArrayToObject(ctx, "load_avg");
+  cJSON_AddItemToArray(load, cJSON_CreateNumber(c->loadavg_start));
+  cJSON_AddStringToObject(ctx, "library_build_type", !strcmp(c->build_type, "Debug") ? "debug" : "release");
+  cJSON_AddStringToObject(ctx, "opperf_version", c->tool_version);
+  cJSON_AddStringToObject(ctx, "opperf_git_hash", c->git_hash);
+  cJSON_AddStringToObject(ctx, "cpu_model", c->cpu_model);
+  cJSON_AddNumberToObject(ctx, "omp_threads", c->omp_threads);
+  if (c->interrupted) cJSON_AddTrueToObject(ctx, "interrupted");
+  cJSON_AddItemToObject(root, "benchmarks", e->priv);
+  e->priv = root;
+  char *s = cJSON_Print(root);
+  if (!s) return -1;
+  fputs(s, e->out);
+  fputc('\n', e->out);
+  cJSON_free(s);
+  return 0;
+}
+
+const emitter_ops opf_emit_gbench = {gbench_begin, gbench_record, gbench_end, json_release, 0};

@@ -188,5 +188,5 @@ static int text_render(opf_emitter *e, int md) {
 static int table_end(opf_emitter *e) { return text_render(e, 0); }
 static int md_end(opf_emitter *e) { return text_render(e, 1); }
 
-const emitter_ops opf_emit_table = {text_begin, text_record, table_end, text_release};
-const emitter_ops opf_emit_md = {text_begin, text_record, md_end, text_release};
+const emitter_ops opf_emit_table = {text_begin, text_record, table_end, text_release, 0};
+const emitter_ops opf_emit_md = {text_begin, text_record, md_end, text_release, 0};

@@ -132,6 +132,7 @@ struct opf_result {
   int64_t batch;        /* calls per sample */
   int n_samples;
   double *samples;      /* seconds per call, one per sample (owned) */
+  double *cpu_samples;  /* process CPU seconds (all threads) per call, per sample (owned) */
   opf_stats time;       /* seconds per call */
   double total_time;    /* seconds spent in measured samples */
   double flops, bytes;  /* model, per call */

@@ -16,12 +16,14 @@ typedef struct opf_cache_info {
   char type[16];
   uint64_t size;
   char shared_cpus[32];
+  int num_sharing;           /* CPUs in shared_cpus */
 } opf_cache_info;
 
 typedef struct opf_context {
   char tool_version[32], git_hash[32], build_type[32], compiler[64], cflags[256];
   char cpu_model[128];
   int cpus_online;
+  double mhz;                /* "cpu MHz" of /proc/cpuinfo (0 when absent) */
   int n_caches;
   opf_cache_info caches[8];
   uint64_t mem_total;
@@ -42,6 +44,7 @@ typedef struct opf_context {
   char command[512];         /* the command line, for reproduction */
   opf_settings settings;
   int have_machine;          /* roofline ceilings were available (opperf machine) */
+  int interrupted;           /* SIGINT/SIGTERM stopped the run: the results are partial */
   int n_overhead;            /* harness cost per sample on an empty operator */
   struct {
     char what[32];           /* "timer", "sw", "core", ... */
@@ -61,7 +64,12 @@ void opf_cpu_model(char *buf, size_t n);
 /* Size of the last-level cache in bytes (sysfs), 32 MiB when unknown. */
 uint64_t opf_llc_bytes(void);
 
-typedef enum opf_format { OPF_FMT_TABLE, OPF_FMT_JSON, OPF_FMT_CSV, OPF_FMT_MD, OPF_NFORMATS } opf_format;
+typedef enum opf_format {
+  OPF_FMT_TABLE, OPF_FMT_JSON, OPF_FMT_CSV, OPF_FMT_MD,
+  OPF_FMT_JSONL,  /* JSON lines, written as results arrive (not atomic: survives a kill) */
+  OPF_FMT_GBENCH, /* Google Benchmark-compatible JSON */
+  OPF_NFORMATS
+} opf_format;
 int opf_format_parse(const char *s);       /* -1 when unknown */
 const char *opf_format_name(opf_format f);
 const char *opf_format_ext(opf_format f);  /* ".txt", ".json", ".csv", ".md" */

@@ -76,7 +76,8 @@ static void usage(void) {
       "  --backend callgrind  re-run under valgrind's callgrind: simulated, deterministic\n"
       "                       counters per call (sim:Ir, sim:D1mr, ...); times are not real\n"
       "output:\n"
-      "  --format LIST        table (default), json, csv, md; FMT=FILE writes that format to FILE\n"
+      "  --format LIST        table (default), json, jsonl (streamed), csv, md, gbench (Google\n"
+      "                       Benchmark JSON); FMT=FILE writes that format to FILE\n"
       "  -o FILE              write the (non-table) report to FILE, atomically\n"
       "  --save-tensors DIR   write each case's inputs and outputs as .npy files into DIR\n"
       "regression gate:\n"
@@ -153,7 +154,7 @@ static int add_format(run_opts *o, const char *item) {
   memcpy(name, item, l);
   name[l] = '\0';
   int f = opf_format_parse(name);
-  if (f < 0) return cli_usage_error("unknown format '%s' (use table, json, csv or md)", name);
+  if (f < 0) return cli_usage_error("unknown format '%s' (use table, json, jsonl, csv, md or gbench)", name);
   if (eq && !eq[1]) return cli_usage_error("--format %s: missing file name after '%c'", name, *eq);
   if (o->n_out == MAX_OUTPUTS) return cli_usage_error("too many --format entries");
   o->fmt[o->n_out] = (opf_format)f;
