@@ -33,8 +33,8 @@ void opf_settings_default(opf_settings *s) {
 }
 
 const char *opf_status_name(opf_status s) {
-  static const char *n[] = {"ok", "skipped", "error"};
-  return (unsigned)s <= OPF_ST_ERROR ? n[s] : "?";
+  static const char *n[] = {"ok", "skipped", "error", "crashed", "timeout"};
+  return (unsigned)s <= OPF_ST_TIMEOUT ? n[s] : "?";
 }
 
 void opf_result_release(opf_result *r) {
@@ -189,8 +189,8 @@ static int call_batch(opf_case *c, opf_pass pass, int64_t k) {
   return OPF_OK;
 }
 
-int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pass, opf_pmu *pmu,
-                opf_result *r) {
+void opf_result_init(opf_result *r, const opf_case *c, const char *set, opf_pass pass,
+                     const opf_pmu *pmu) {
   const opf_op *op = c->op;
   memset(r, 0, sizeof *r);
   snprintf(r->op, sizeof r->op, "%s", op->name);
@@ -215,6 +215,12 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
     er->err = e->err;
     snprintf(er->reason, sizeof er->reason, "%s", e->reason);
   }
+}
+
+int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pass, opf_pmu *pmu,
+                opf_result *r) {
+  const opf_op *op = c->op;
+  opf_result_init(r, c, set, pass, pmu);
 
   if (pass != OPF_PASS_FWD && !opf_case_has_backward(c))
     return fail(r, OPF_ST_SKIPPED, "%s", "no backward pass (not differentiable)");

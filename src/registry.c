@@ -7,17 +7,66 @@
 
 extern const opf_op *const opf_registry_list[];
 
-int opf_op_count(void) {
+/* Operators registered at run time (test builds, plugins), after the built-in ones. */
+#define MAX_EXTRA 256
+static const opf_op *extra[MAX_EXTRA];
+static int n_extra;
+
+#ifdef OPPERF_TEST_SLOWDOWN_OP
+/* Test build option (-DOPPERF_TEST_SLOWDOWN=name): that operator's forward runs twice per
+ * call, a deliberate regression for checking the gate (`opperf compare`) end to end. */
+static opf_op slowed;
+static const opf_op *slowed_orig;
+static int slowed_forward(opf_case *c) {
+  int rc = slowed_orig->forward(c);
+  return rc ? rc : slowed_orig->forward(c);
+}
+#endif
+
+static const opf_op *builtin(int i) {
+#ifdef OPPERF_TEST_SLOWDOWN_OP
+  const opf_op *op = opf_registry_list[i];
+  if (op && !strcmp(op->name, OPPERF_TEST_SLOWDOWN_OP)) {
+    if (!slowed.forward) {
+      slowed_orig = op;
+      slowed = *op;
+      slowed.forward = slowed_forward;
+    }
+    return &slowed;
+  }
+  return op;
+#else
+  return opf_registry_list[i];
+#endif
+}
+
+static int n_builtin(void) {
   int n = 0;
   while (opf_registry_list[n]) n++;
   return n;
 }
-const opf_op *opf_op_at(int i) { return (i >= 0 && i < opf_op_count()) ? opf_registry_list[i] : NULL; }
+
+int opf_op_count(void) { return n_builtin() + n_extra; }
+const opf_op *opf_op_at(int i) {
+  int nb = n_builtin();
+  if (i < 0) return NULL;
+  return i < nb ? builtin(i) : i < nb + n_extra ? extra[i - nb] : NULL;
+}
 
 const opf_op *opf_op_find(const char *name) {
-  for (int i = 0; opf_registry_list[i]; i++)
-    if (!strcmp(opf_registry_list[i]->name, name)) return opf_registry_list[i];
+  for (int i = 0; i < opf_op_count(); i++)
+    if (!strcmp(opf_op_at(i)->name, name)) return opf_op_at(i);
   return NULL;
+}
+
+int opf_op_register(const opf_op *op, opf_err *err) {
+  int rc = opf_op_validate(op, err);
+  if (rc) return rc;
+  if (opf_op_find(op->name))
+    return opf_err_set(err, OPF_EINVAL, "operator '%s' is already registered", op->name);
+  if (n_extra == MAX_EXTRA) return opf_err_set(err, OPF_ENOMEM, "too many registered operators");
+  extra[n_extra++] = op;
+  return OPF_OK;
 }
 
 static int edit_distance(const char *a, const char *b) {
@@ -38,9 +87,9 @@ static int edit_distance(const char *a, const char *b) {
 const char *opf_op_suggest(const char *name) {
   const char *best = NULL;
   int bd = 3; /* suggest only names at most 2 edits away */
-  for (int i = 0; opf_registry_list[i]; i++) {
-    int d = edit_distance(name, opf_registry_list[i]->name);
-    if (d < bd) bd = d, best = opf_registry_list[i]->name;
+  for (int i = 0; i < opf_op_count(); i++) {
+    int d = edit_distance(name, opf_op_at(i)->name);
+    if (d < bd) bd = d, best = opf_op_at(i)->name;
   }
   return best;
 }

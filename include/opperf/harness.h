@@ -88,6 +88,8 @@ typedef enum opf_status {
   OPF_ST_OK = 0,
   OPF_ST_SKIPPED,     /* not run: would not fit in memory, pass not available */
   OPF_ST_ERROR,       /* set-up or kernel failure */
+  OPF_ST_CRASHED,     /* --isolate: the case's process died (signal in message) */
+  OPF_ST_TIMEOUT,     /* --isolate: the case exceeded --timeout and was killed */
 } opf_status;
 const char *opf_status_name(opf_status s);
 
@@ -154,6 +156,10 @@ struct opf_result {
   int simulated;
 };
 void opf_result_release(opf_result *r);
+/* A result's identity (operator, spec, dtype, pass, tensors, models, requested counters) without
+ * a measurement: what opf_measure starts from, and what a crashed case is reported with. */
+void opf_result_init(opf_result *r, const opf_case *c, const char *set, opf_pass pass,
+                     const opf_pmu *pmu);
 
 /* Measure one pass of an initialised (not yet allocated) case; fills r. The case is
  * allocated, filled and released inside. Failures become r->status / r->message. pmu may be

@@ -183,5 +183,7 @@ const char *opf_op_suggest(const char *name);
 /* Self-check of one descriptor (unique names are checked by opf_registry_check). */
 int opf_op_validate(const opf_op *op, opf_err *err);
 int opf_registry_check(opf_err *err);
+/* Add an operator at run time (test builds, plugins): validated, name must be new. */
+int opf_op_register(const opf_op *op, opf_err *err);
 
 #endif

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "backend.h" /* --backend callgrind */
+#include "isolate.h" /* --isolate, --timeout */
 #include "opperf/compare.h"
 #include "cli.h"
 
@@ -43,6 +45,9 @@ typedef struct run_opts {
   int random_shapes;      /* --random-shapes N: N drawn cases per operator instead of the sets */
   const char *save_baseline, *compare_baseline, *baseline_dir;
   double threshold;       /* --compare-baseline: smallest change that counts */
+  int isolate;            /* -1: default (on for runs of several operators), 0 off, 1 on */
+  double timeout;         /* --timeout: seconds per case (isolated), 0: none */
+  int child_case, child_fd; /* internal: this process measures one case for an isolating parent */
   cli_backend_kind backend; /* --backend: src/cli/backend.c */
 } run_opts;
 
@@ -80,6 +85,14 @@ static void usage(void) {
       "                       Benchmark JSON); FMT=FILE writes that format to FILE\n"
       "  -o FILE              write the (non-table) report to FILE, atomically\n"
       "  --save-tensors DIR   write each case's inputs and outputs as .npy files into DIR\n"
+      "isolation:\n"
+      "  --isolate            run each case in its own process: a crash or hang becomes a\n"
+      "                       result (crashed/timeout) and the run goes on (default when\n"
+      "                       several operators run)\n"
+      "  --no-isolate         run every case in this process\n"
+      "  --timeout SEC        kill a case after SEC seconds (implies --isolate)\n"
+      "  Ctrl-C (SIGINT/SIGTERM) stops after the current case and writes the finished results,\n"
+      "  marked interrupted (exit 130); a second Ctrl-C stops at once.\n"
       "regression gate:\n"
       "  --save-baseline NAME     also store this run's JSON report as baseline NAME\n"
       "  --compare-baseline NAME  compare with baseline NAME (see opperf compare); exit 1\n"
@@ -236,7 +249,8 @@ static int setup_baselines(run_opts *o) {
 static int parse_args(int argc, char **argv, run_opts *o) {
   enum { O_SHAPES = 256, O_INPUT, O_PARAM, O_CONFIG, O_DTYPE, O_PASS, O_WARMUP, O_MINTIME,
          O_MAXTIME, O_RUNS, O_SAMPLE, O_THREADS, O_CPU, O_CACHE, O_SEED, O_EVENTS, O_FORMAT,
-         O_DRY, O_BACKEND, O_RANDOM, O_SAVE, O_SAVE_BASE, O_CMP_BASE, O_BASE_DIR, O_THRESH };
+         O_DRY, O_BACKEND, O_RANDOM, O_SAVE, O_SAVE_BASE, O_CMP_BASE, O_BASE_DIR, O_THRESH,
+         O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_CHILD_CASE, O_CHILD_FD };
   static const struct option opts[] = {
       {"shapes", required_argument, 0, O_SHAPES}, {"input", required_argument, 0, O_INPUT},
       {"param", required_argument, 0, O_PARAM},   {"config", required_argument, 0, O_CONFIG},
@@ -252,9 +266,14 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       {"random-shapes", required_argument, 0, O_RANDOM}, {"save-tensors", required_argument, 0, O_SAVE},
       {"save-baseline", required_argument, 0, O_SAVE_BASE}, {"compare-baseline", required_argument, 0, O_CMP_BASE},
       {"baseline-dir", required_argument, 0, O_BASE_DIR}, {"threshold", required_argument, 0, O_THRESH},
+      {"isolate", no_argument, 0, O_ISOLATE}, {"no-isolate", no_argument, 0, O_NO_ISOLATE},
+      {"timeout", required_argument, 0, O_TIMEOUT}, {"child-case", required_argument, 0, O_CHILD_CASE},
+      {"child-fd", required_argument, 0, O_CHILD_FD},
       {0, 0, 0, 0}};
   opf_settings_default(&o->s);
   o->threshold = 0.05;
+  o->isolate = -1;
+  o->child_case = o->child_fd = -1;
   o->sets = "standard,skewed";
   o->dtypes = NULL;
   o->passes = "fwd,bwd";
@@ -317,6 +336,18 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         return cli_usage_error("--random-shapes needs a count between 1 and 10000, not '%s'", optarg);
       o->random_shapes = (int)v;
       break;
+    case O_ISOLATE: o->isolate = 1; break;
+    case O_NO_ISOLATE: o->isolate = 0; break;
+    case O_TIMEOUT:
+      if (!cli_parse_double(optarg, &o->timeout) || !(o->timeout > 0) || o->timeout > 1e6)
+        return cli_usage_error("--timeout needs a positive number of seconds, not '%s'", optarg);
+      break;
+    case O_CHILD_CASE:
+    case O_CHILD_FD:
+      if (!cli_parse_int(optarg, &v) || v < 0 || v > 1 << 30) return cli_usage_error("bad internal option");
+      if (ch == O_CHILD_CASE) o->child_case = (int)v;
+      else o->child_fd = (int)v;
+      break;
     case O_SAVE_BASE: o->save_baseline = optarg; break;
     case O_CMP_BASE: o->compare_baseline = optarg; break;
     case O_BASE_DIR: o->baseline_dir = optarg; break;
@@ -353,6 +384,9 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       return cli_usage_error("--save-tensors: '%s' is not a directory", o->s.save_dir);
   }
   if (!o->n_out) add_format(o, "table");
+  if (o->timeout > 0 && o->isolate == 0) return cli_usage_error("--timeout needs isolation (drop --no-isolate)");
+  if (o->timeout > 0) o->isolate = 1;
+  if (o->child_case >= 0) return 0; /* a case process: no outputs of its own */
   return setup_baselines(o);
 }
 
@@ -500,10 +534,64 @@ static void resolve_paths(run_opts *o, char **paths) {
   }
 }
 
+/* The passes case c runs, in order (into passes when not NULL); returns how many. */
+static int case_passes(const run_opts *o, const run_case *c, int pass_mask, opf_pass *passes) {
+  int n = 0;
+  for (int p = 0; p < OPF_NPASSES; p++) {
+    if (!(pass_mask >> p & 1)) continue;
+    /* Default passes: operators without a backward just run forward. */
+    if (p != OPF_PASS_FWD && !o->passes_explicit && !opf_case_has_backward(&c->c)) continue;
+    if (passes) passes[n] = (opf_pass)p;
+    n++;
+  }
+  return n;
+}
+
+/* SIGINT/SIGTERM: the first stops the run after the current case, the second at once. */
+static volatile sig_atomic_t stop_requested;
+static int isolating; /* the isolated loop kills its child on the second signal itself */
+static void on_stop(int sig) {
+  if (++stop_requested > 1 && !isolating) {
+    signal(sig, SIG_DFL);
+    raise(sig); /* in-process: nothing else can stop a hung case */
+  }
+}
+static void install_stop_handlers(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
+/* --child-case: measure one case for an isolating parent and send the results down the pipe. */
+static int run_child(run_opts *o, case_list *cl, int pass_mask, opf_pmu *pmu) {
+  int rc = 0;
+  if (o->child_case < cl->n) {
+    run_case *c = &cl->v[o->child_case];
+    opf_pass passes[OPF_NPASSES];
+    int np = case_passes(o, c, pass_mask, passes);
+    o->s.case_index = o->child_case;
+    for (int k = 0; k < np && !rc; k++) {
+      opf_result r;
+      opf_measure(&o->s, &c->c, c->set, passes[k], pmu, &r);
+      rc = cli_child_send(o->child_fd, &r);
+      opf_result_release(&r);
+    }
+  } else {
+    rc = -1;
+  }
+  opf_pmu_free(pmu);
+  free(cl->v);
+  return rc ? EXIT_FAILED : EXIT_OK;
+}
+
 int cmd_run(int argc, char **argv) {
   run_opts o;
   memset(&o, 0, sizeof o);
   cli_backend_save_args(argc, argv); /* before parse_args tokenises --format in place */
+  cli_isolate_save_args(argc, argv);
   char command[512]; /* for the context block, also taken before the tokenising */
   join_argv(argc, argv, command, sizeof command);
   int rc = parse_args(argc, argv, &o);
@@ -527,6 +615,7 @@ int cmd_run(int argc, char **argv) {
 
   case_list cl = {0};
   rc = build_cases(&o, ops, nops, named, &cl);
+  if (o.isolate < 0) o.isolate = nops > 1 && o.backend == CLI_BK_NATIVE;
   free(ops);
   if (!rc && !cl.n)
     rc = cli_usage_error("nothing to run: no case of the selected operators is in shape sets '%s'", o.sets);
@@ -566,6 +655,7 @@ int cmd_run(int argc, char **argv) {
     free(cl.v);
     return cli_usage_error("%s", e.msg);
   }
+  if (o.child_case >= 0) return run_child(&o, &cl, pass_mask, pmu);
   opf_context *ctx = malloc(sizeof *ctx);
   char *paths[MAX_OUTPUTS];
   opf_emitter *em[MAX_OUTPUTS] = {0};
@@ -594,27 +684,32 @@ int cmd_run(int argc, char **argv) {
   if (ctx) ctx->have_machine = have_machine;
 
   int failed = 0, total = 0, done = 0, tty = isatty(2);
-  for (int i = 0; i < cl.n; i++)
-    for (int p = 0; p < OPF_NPASSES; p++)
-      total += (pass_mask >> p & 1) && (p == OPF_PASS_FWD || o.passes_explicit || opf_case_has_backward(&cl.v[i].c));
-  for (int i = 0; ctx && !rc && i < cl.n; i++) {
-    for (int p = 0; p < OPF_NPASSES; p++) {
-      run_case *c = &cl.v[i];
-      if (!(pass_mask >> p & 1)) continue;
-      /* Default passes: operators without a backward just run forward. */
-      if (p != OPF_PASS_FWD && !o.passes_explicit && !opf_case_has_backward(&c->c)) continue;
-      if (tty) fprintf(stderr, "\r\033[K[%d/%d] %s %s %s", ++done, total, c->c.op->name,
-                       opf_dtype_name(c->c.dtype), opf_pass_name((opf_pass)p));
-      opf_result r;
-      o.s.case_index = i;
-      opf_measure(&o.s, &c->c, c->set, (opf_pass)p, pmu, &r);
-      cli_backend_result(&bk, &r); /* callgrind child: attach the simulated counters */
-      if (have_machine) r.roofline = opf_roofline_bound(&mach, r.dtype, o.s.threads, r.flops, r.bytes);
-      failed += r.status == OPF_ST_ERROR;
-      for (int k = 0; k < o.n_out; k++) opf_emitter_record(em[k], &r);
-      opf_result_release(&r);
+  for (int i = 0; i < cl.n; i++) total += case_passes(&o, &cl.v[i], pass_mask, NULL);
+  isolating = o.isolate;
+  install_stop_handlers();
+  for (int i = 0; ctx && !rc && i < cl.n && !stop_requested; i++) {
+    run_case *c = &cl.v[i];
+    opf_pass passes[OPF_NPASSES];
+    opf_result res[OPF_NPASSES];
+    int np = case_passes(&o, c, pass_mask, passes);
+    if (tty) fprintf(stderr, "\r\033[K[%d/%d] %s %s", done + 1, total, c->c.op->name, opf_dtype_name(c->c.dtype));
+    done += np;
+    o.s.case_index = i;
+    if (o.isolate) {
+      cli_isolate_run(i, &c->c, c->set, passes, np, o.timeout, pmu, &stop_requested, res);
+    } else {
+      for (int k = 0; k < np; k++) opf_measure(&o.s, &c->c, c->set, passes[k], pmu, &res[k]);
+    }
+    for (int k = 0; k < np; k++) {
+      opf_result *r = &res[k];
+      cli_backend_result(&bk, r); /* callgrind child: attach the simulated counters */
+      if (have_machine) r->roofline = opf_roofline_bound(&mach, r->dtype, o.s.threads, r->flops, r->bytes);
+      failed += r->status >= OPF_ST_ERROR;
+      for (int f = 0; f < o.n_out; f++) opf_emitter_record(em[f], r);
+      opf_result_release(r);
     }
   }
+  if (ctx && stop_requested) ctx->interrupted = 1;
   if (tty) fprintf(stderr, "\r\033[K");
   if (ctx) opf_context_finish(ctx);
   for (int i = 0; i < o.n_out; i++) {
@@ -634,5 +729,9 @@ int cmd_run(int argc, char **argv) {
     gate = cli_compare_print(base_cmp_path, base_run_path, &co, 0, "table", NULL);
   }
   if (gate == EXIT_USAGE) return gate;
+  if (stop_requested) {
+    fprintf(stderr, "opperf: interrupted: %d of %d case passes done, results written\n", done, total);
+    return 130;
+  }
   return failed || gate ? EXIT_FAILED : EXIT_OK;
 }
