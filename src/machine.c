@@ -605,3 +605,17 @@ double opf_roofline_bound(const opf_machine *m, opf_dtype dt, int threads, doubl
   double mem = flops / bytes * bw;
   return mem < peak ? mem : peak;
 }
+
+double opf_roofline_time(const opf_machine *m, opf_dtype dt, int threads, double flops, double bytes) {
+  if (!m || !(bytes > 0) || !isfinite(bytes) || !(flops >= 0) || !isfinite(flops)) return 0;
+  int t = threads > 1;
+  double bw = m->bandwidth[t];
+  if (!(bw > 0) || !isfinite(bw)) return 0;
+  double tm = bytes / bw, tc = 0;
+  if (flops > 0 && (dt == OPF_F32 || dt == OPF_F64)) {
+    double peak = m->peak_flops[dt][t];
+    if (!(peak > 0) || !isfinite(peak)) return 0;
+    tc = flops / peak;
+  }
+  return tm > tc ? tm : tc; /* integer work: the memory side only (no integer peak measured) */
+}

@@ -8,7 +8,7 @@ static const opf_metric_def defs[] = {
     {"gflops", "GFLOP/s", "@flops", "@time", 1e-9, "GFLOP/s", "model flops per second at the median time"},
     {"gbps", "GB/s", "@bytes", "@time", 1e-9, "GB/s", "model minimum traffic per second at the median time"},
     {"intensity", "FLOP/B", "@flops", "@bytes", 1, "FLOP/byte", "arithmetic intensity of the models"},
-    {"roofline_pct", "roofline", "@flops", "@bound", 100, "%", "achieved FLOP/s as a share of the roofline bound"},
+    {"roofline_pct", "roofline", "@mintime", "@time", 100, "%", "roofline's shortest time (compute or memory bound) as a share of the median time"},
     {"ipc", "IPC", "instructions", "cycles", 1, "", "instructions per cycle"},
     {"cpi", "CPI", "cycles", "instructions", 1, "", "cycles per instruction"},
     {"branch_miss_pct", "br-miss", "branch-misses", "branches", 100, "%", "mispredicted share of branches"},
@@ -28,14 +28,14 @@ static const opf_event_result *find_kind(const opf_result *r, const char *kind) 
   return NULL;
 }
 
-/* Model terms: work, traffic, time per call, and roofline bound x time (so that
- * flops / (bound x time) is the achieved share of the bound). 0 when unknown. */
+/* Model terms: work, traffic, time per call, and the roofline's shortest time per call (so
+ * that mintime / time is the achieved share of the roofline). 0 when unknown. */
 static double model_term(const opf_result *r, const char *t) {
   if (!strcmp(t, "@flops")) return r->flops;
   if (!strcmp(t, "@bytes")) return r->bytes;
   /* Times taken under valgrind (--backend callgrind) are not real: no time-based metric. */
   if (!strcmp(t, "@time")) return r->simulated ? 0 : r->time.median;
-  if (!strcmp(t, "@bound")) return r->simulated ? 0 : r->roofline * r->time.median;
+  if (!strcmp(t, "@mintime")) return r->simulated ? 0 : r->roofline_time;
   return 0;
 }
 

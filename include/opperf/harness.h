@@ -139,6 +139,7 @@ struct opf_result {
   double total_time;    /* seconds spent in measured samples */
   double flops, bytes;  /* model, per call */
   double roofline;      /* roofline bound in FLOP/s for this case (0: unknown) */
+  double roofline_time; /* roofline's shortest time per call (s; 0: unknown) */
   /* memory */
   uint64_t setup_bytes;       /* tensors and workspace allocated before timing */
   uint64_t setup_allocs;

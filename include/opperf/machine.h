@@ -31,5 +31,9 @@ int opf_machine_load(opf_machine *m, const char *path, opf_err *err);
  * 1-thread figures, more -> the all-threads figures): min(peak, intensity * bandwidth).
  * Returns 0 when dtype is not floating or the inputs are missing. */
 double opf_roofline_bound(const opf_machine *m, opf_dtype dt, int threads, double flops, double bytes);
+/* The roofline's shortest time per call: max(flops / peak, bytes / bandwidth), also for
+ * zero-flop (data movement) and integer operators, where only the memory side applies.
+ * 0 when unknown. roofline % = this / the measured time. */
+double opf_roofline_time(const opf_machine *m, opf_dtype dt, int threads, double flops, double bytes);
 
 #endif

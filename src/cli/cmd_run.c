@@ -703,7 +703,10 @@ int cmd_run(int argc, char **argv) {
     for (int k = 0; k < np; k++) {
       opf_result *r = &res[k];
       cli_backend_result(&bk, r); /* callgrind child: attach the simulated counters */
-      if (have_machine) r->roofline = opf_roofline_bound(&mach, r->dtype, o.s.threads, r->flops, r->bytes);
+      if (have_machine) {
+        r->roofline = opf_roofline_bound(&mach, r->dtype, o.s.threads, r->flops, r->bytes);
+        r->roofline_time = opf_roofline_time(&mach, r->dtype, o.s.threads, r->flops, r->bytes);
+      }
       failed += r->status >= OPF_ST_ERROR;
       for (int f = 0; f < o.n_out; f++) opf_emitter_record(em[f], r);
       opf_result_release(r);

@@ -97,7 +97,7 @@ static void check_forward(const opf_op *op, opf_dtype dt, const char *spec) {
       fail_msg("%s %s [%s]: output '%s' differs from reference: %s", op->name, opf_dtype_name(dt),
                spec, op->out[i], msg);
   }
-  for (int p = 0; p < OPF_NPASSES; p++) {
+  for (int p = 0; p < (op->backward ? OPF_NPASSES : 1); p++) { /* forward-only: fwd */
     double f = (op->flops ? op->flops : opf_default_flops)(&c, (opf_pass)p);
     double b = (op->bytes ? op->bytes : opf_default_bytes)(&c, (opf_pass)p);
     if (!(isfinite(f) && f >= 0 && isfinite(b) && b > 0))

@@ -96,6 +96,19 @@ static void test_roofline_compute_bound(void **state) {
   assert_float_equal(opf_roofline_bound(&m, OPF_F32, 1, 5e6, 1e6), 100e9, 1);
 }
 
+static void test_roofline_time(void **state) {
+  (void)state;
+  opf_machine m;
+  fake_machine(&m);
+  /* time = max(flops / peak, bytes / bandwidth); data movement and integers: memory only */
+  assert_float_equal(opf_roofline_time(&m, OPF_F32, 1, 1e6, 1e6), 1e6 / opf_roofline_bound(&m, OPF_F32, 1, 1e6, 1e6), 1e-15);
+  assert_float_equal(opf_roofline_time(&m, OPF_F32, 1, 1e8, 1e6), 1e8 / 100e9, 1e-15);
+  assert_float_equal(opf_roofline_time(&m, OPF_F32, 1, 0, 2e6), 2e6 / m.bandwidth[0], 1e-15);
+  assert_float_equal(opf_roofline_time(&m, OPF_I32, 2, 5e6, 2e6), 2e6 / m.bandwidth[1], 1e-15);
+  assert_true(opf_roofline_time(&m, OPF_F32, 1, 1e6, 0) == 0);
+  assert_true(opf_roofline_time(NULL, OPF_F32, 1, 1e6, 1e6) == 0);
+}
+
 static void test_roofline_missing(void **state) {
   (void)state;
   opf_machine m;
@@ -347,7 +360,9 @@ static void test_measure_quick(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_roofline_memory_bound), cmocka_unit_test(test_roofline_compute_bound),
-      cmocka_unit_test(test_roofline_missing),      cmocka_unit_test(test_path),
+      cmocka_unit_test(test_roofline_missing),
+      cmocka_unit_test(test_roofline_time),
+      cmocka_unit_test(test_path),
       cmocka_unit_test(test_save_load_round_trip),  cmocka_unit_test(test_load_absent),
       cmocka_unit_test(test_load_malformed),        cmocka_unit_test(test_load_other_cpu),
       cmocka_unit_test(test_measure_quick),

@@ -47,10 +47,11 @@ static void test_model_metrics(void **state) {
   assert_int_equal(opf_metric_value(&r, idx("intensity"), &v), 1);
   assert_float_equal(v, 4, 1e-12);
   assert_int_equal(opf_metric_value(&r, idx("roofline_pct"), &v), 0); /* no bound known */
-  r.roofline = 4e12;
+  r.roofline_time = 1e-3;
   assert_int_equal(opf_metric_value(&r, idx("roofline_pct"), &v), 1);
-  assert_float_equal(v, 50, 1e-9); /* 2 TFLOP/s of a 4 TFLOP/s bound */
+  assert_float_equal(v, 50, 1e-9); /* a 1 ms bound, measured 2 ms */
   r.flops = 0;
+  assert_int_equal(opf_metric_value(&r, idx("roofline_pct"), &v), 1); /* data movement too */
   assert_int_equal(opf_metric_value(&r, idx("gflops"), &v), 0);
   assert_int_equal(opf_metric_value(&r, idx("intensity"), &v), 0);
   r.status = OPF_ST_SKIPPED;

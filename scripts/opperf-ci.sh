@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# opperf-ci.sh: the regression gate as one CI step. On the main branch (--update, or when no
+# baseline exists yet) it runs the suite and stores it as the baseline; on a pull request it
+# runs the same suite, compares with the baseline (Mann-Whitney U + threshold) and fails the
+# job only on significant regressions or on cases that crashed. Artifacts go to $OUT.
+#
+#   scripts/opperf-ci.sh [--update] [--baseline NAME] [--threshold 5%] [-- RUN ARGS...]
+#
+# Environment: OPPERF (binary, default build/opperf), OPPERF_BASELINE_DIR (where baselines
+# live; cache it between CI jobs), OUT (artifact directory, default opperf-ci).
+set -euo pipefail
+OPPERF=${OPPERF:-build/opperf}
+OUT=${OUT:-opperf-ci}
+name=ci
+threshold=5%
+update=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --update) update=1 ;;
+    --baseline) name=$2; shift ;;
+    --threshold) threshold=$2; shift ;;
+    --) shift; break ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) echo "opperf-ci: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ -x "$OPPERF" ] || { echo "opperf-ci: no opperf binary at $OPPERF (build first, or set OPPERF)" >&2; exit 2; }
+mkdir -p "$OUT"
+# Pinned, repeatable settings: one thread avoids scheduler stalls on shared runners; the same
+# seed and shapes on both sides. Extra arguments (operators, --shapes, ...) come after --.
+common=(--threads 1 --seed 42 --min-time 0.2 --format json="$OUT/run.json",jsonl="$OUT/run.jsonl" "$@")
+dir=${OPPERF_BASELINE_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/opperf/baselines}
+if [ "$update" -eq 1 ] || [ ! -f "$dir/$name.json" ]; then
+  echo "opperf-ci: storing baseline '$name' in $dir"
+  exec "$OPPERF" run "${common[@]}" --save-baseline "$name"
+fi
+set +e
+"$OPPERF" run "${common[@]}" --compare-baseline "$name" --threshold "$threshold" >"$OUT/run.txt"
+rc=$?
+set -e
+"$OPPERF" compare --threshold "$threshold" --format md -o "$OUT/compare.md" "$dir/$name.json" "$OUT/run.json" || true
+cat "$OUT/run.txt"
+case $rc in
+  0) echo "opperf-ci: no significant regression against '$name'" ;;
+  1) echo "opperf-ci: regressions or failed cases against '$name' (see $OUT/compare.md)" ;;
+  *) echo "opperf-ci: opperf exited $rc" ;;
+esac
+exit $rc
