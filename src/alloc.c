@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "opperf/tensor.h"
 
@@ -21,11 +22,25 @@ static void peak_update(uint64_t live) {
   }
 }
 
+/* Large tensors on transparent huge pages (when the system's THP mode is "madvise", as on
+ * Debian): 4 KiB pages make big transposes and gathers stall on TLB misses. The advice covers
+ * the 2 MiB-aligned interior; pages are faulted in later, when the inputs are filled.
+ * OPPERF_NO_HUGEPAGES=1 turns it off (to measure the effect). */
+static void advise_huge(void *p, size_t n) {
+  static int off = -1;
+  if (off < 0) off = getenv("OPPERF_NO_HUGEPAGES") && *getenv("OPPERF_NO_HUGEPAGES") == '1';
+  if (off || n < (4u << 20)) return;
+  uintptr_t lo = ((uintptr_t)p + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1);
+  uintptr_t hi = ((uintptr_t)p + n) & ~(uintptr_t)((2u << 20) - 1);
+  if (hi > lo) madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+}
+
 void *opf_alloc(size_t bytes) {
   if (bytes > SIZE_MAX - 2 * HDR) return NULL;
   size_t total = (bytes + HDR + OPF_ALIGN - 1) / OPF_ALIGN * OPF_ALIGN;
   unsigned char *base = aligned_alloc(OPF_ALIGN, total);
   if (!base) return NULL;
+  advise_huge(base, total);
   memcpy(base, &bytes, sizeof bytes);
   atomic_fetch_add_explicit(&g_bytes, bytes, memory_order_relaxed);
   atomic_fetch_add_explicit(&g_allocs, 1, memory_order_relaxed);
