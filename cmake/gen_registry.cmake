@@ -3,10 +3,13 @@
 # rewrites OUT only when it changes.
 string(REPLACE "|" ";" srcs "${SRCS}")
 set(names "")
+# Only the "OPPERF_OP(name)" tokens are extracted (not whole lines): a '[' later on such a line
+# would otherwise open a CMake bracket and silently swallow the following lines.
 foreach(f ${srcs})
-  file(STRINGS ${f} lines REGEX "^OPPERF_OP\\([a-z0-9_]+\\)")
-  foreach(l ${lines})
-    string(REGEX REPLACE "^OPPERF_OP\\(([a-z0-9_]+)\\).*" "\\1" n "${l}")
+  file(READ ${f} content)
+  string(REGEX MATCHALL "\nOPPERF_OP\\([a-z0-9_]+\\)" found "\n${content}")
+  foreach(l ${found})
+    string(REGEX REPLACE ".*OPPERF_OP\\(([a-z0-9_]+)\\)" "\\1" n "${l}")
     list(APPEND names ${n})
   endforeach()
 endforeach()
