@@ -1,7 +1,8 @@
-/* bcast.h: the NumPy-broadcast iterator of the binary arithmetic operators: operand strides in
- * the broadcast shape (0 where broadcast), dims merged where contiguous for all operands, a walk
- * over blocks of the two innermost dims with one dim split across threads. Operand 0 is the
- * destination; where its strides are 0 the walk is a reduction (gradients). */
+/* bcast.h: the NumPy-broadcast iterator of the binary, in-place and logic operators: operand
+ * strides in the broadcast shape (0 where broadcast), dims merged where contiguous for all
+ * operands, a walk over blocks of the two innermost dims with one dim split across threads.
+ * Operand 0 is the destination; where its strides are 0 the walk is a reduction (gradients).
+ * Operands may differ in element size (comparisons write one-byte bools from wider inputs). */
 #ifndef OPPERF_BCAST_H
 #define OPPERF_BCAST_H
 
@@ -10,7 +11,7 @@
 
 #include "opf_kernel.h"
 
-#define BC_MAXOP 4
+#define BC_MAXOP 6 /* gradients: dX, g, a, b, y and a fused second gradient */
 /* A dim the threads split needs this many indices to balance up to 8 threads. */
 #define BC_SPLIT_MIN 64
 /* Reductions over a split dim use this many partial destinations, independent of the thread
@@ -31,6 +32,7 @@ typedef struct bc_plan {
   int nop;                             /* operands */
   int64_t shape[OPF_MAX_DIMS];
   int64_t st[BC_MAXOP][OPF_MAX_DIMS];  /* element strides, 0 where the operand broadcasts */
+  size_t es[BC_MAXOP];                 /* element sizes in bytes */
   int64_t n;                           /* elements of the iteration space */
   int64_t nx;                          /* elements of the destination */
   int split;                           /* the dim the threads divide */
@@ -53,6 +55,7 @@ static inline void bc_plan_init(bc_plan *p, int nd, const int64_t *shape, int no
     }
   }
   p->nop = nop;
+  for (int o = 0; o < nop; o++) p->es[o] = opf_dtype_size(t[o]->dtype);
   p->m = 0;
   p->n = 1;
   for (int k = 0; k < nd; k++) {
@@ -102,14 +105,14 @@ static inline void bc_plan_init(bc_plan *p, int nd, const int64_t *shape, int no
 }
 
 /* Workspace bytes the plan's partial destinations need. */
-static inline size_t bc_ws_bytes(const bc_plan *p, size_t esize) {
-  return p->parts ? (size_t)(p->parts - 1) * (size_t)p->nx * esize : 0;
+static inline size_t bc_ws_bytes(const bc_plan *p) {
+  return p->parts ? (size_t)(p->parts - 1) * (size_t)p->nx * p->es[0] : 0;
 }
 
 /* Walk the plan with the split dim restricted to [lo, hi), one kernel call per block of the
  * two innermost dims. */
 static inline void bc_walk(const bc_plan *p, int64_t lo, int64_t hi, bc_kernel k,
-                           void *const *base, size_t esize) {
+                           void *const *base) {
   const int m = p->m, in = m - 1, ro = m - 2, nop = p->nop; /* ro: the row dim, -1 if none */
   int64_t idx[OPF_MAX_DIMS] = {0}, start[OPF_MAX_DIMS] = {0}, end[OPF_MAX_DIMS] = {0};
   int64_t off[BC_MAXOP] = {0};
@@ -132,7 +135,7 @@ static inline void bc_walk(const bc_plan *p, int64_t lo, int64_t hi, bc_kernel k
     int first = 1;
     for (int d = 0; d < ro; d++)
       if (!p->st[0][d] && idx[d] != start[d]) first = 0;
-    for (int o = 0; o < nop; o++) ptr[o] = (char *)base[o] + off[o] * (int64_t)esize;
+    for (int o = 0; o < nop; o++) ptr[o] = (char *)base[o] + off[o] * (int64_t)p->es[o];
     k(ptr, is, os, rows, n, first);
     int d = ro - 1;
     for (; d >= 0; d--) {
@@ -150,12 +153,11 @@ typedef struct {
   const bc_plan *p;
   bc_kernel k;
   void *const *base;
-  size_t esize;
 } bc_job;
 
 static inline void bc_range(int64_t lo, int64_t hi, void *ctx) {
   const bc_job *j = ctx;
-  bc_walk(j->p, lo, hi, j->k, j->base, j->esize);
+  bc_walk(j->p, lo, hi, j->k, j->base);
 }
 
 OPF_VEC static void bc_add_parts_f32(float *restrict dst, const float *restrict parts,
@@ -171,9 +173,8 @@ OPF_VEC static void bc_add_parts_f64(double *restrict dst, const double *restric
 
 /* Run kernel k over the plan: base[o] is operand o's data, ws the workspace of
  * bc_ws_bytes(p) (partial sums are float32 or float64: reductions are gradients). */
-static inline void bc_run(const bc_plan *p, bc_kernel k, void *const *base, opf_dtype dt,
-                          void *ws) {
-  const size_t esize = opf_dtype_size(dt);
+static inline void bc_run(const bc_plan *p, bc_kernel k, void *const *base, void *ws) {
+  const size_t esize = p->es[0];
   if (p->n == 0) { /* an empty reduction is zero; an empty map has nothing to do */
     memset(base[0], 0, (size_t)p->nx * esize);
     return;
@@ -182,7 +183,7 @@ static inline void bc_run(const bc_plan *p, bc_kernel k, void *const *base, opf_
   /* threads may only split a dim the destination keeps, unless each has its own partials */
   const int par = p->n >= OPF_PAR_MIN && (p->parts || p->st[0][p->split]);
   if (!p->parts) {
-    bc_job j = {p, k, base, esize};
+    bc_job j = {p, k, base};
     opf_parallel_range(ext, par ? 0 : ext + 1, bc_range, &j);
     return;
   }
@@ -192,9 +193,9 @@ static inline void bc_run(const bc_plan *p, bc_kernel k, void *const *base, opf_
     void *b[BC_MAXOP];
     memcpy(b, base, sizeof(void *) * (size_t)p->nop);
     if (q) b[0] = (char *)ws + (size_t)(q - 1) * (size_t)p->nx * esize;
-    bc_walk(p, ext * q / np, ext * (q + 1) / np, k, b, esize);
+    bc_walk(p, ext * q / np, ext * (q + 1) / np, k, b);
   }
-  if (dt == OPF_F32) bc_add_parts_f32(base[0], ws, np - 1, p->nx);
+  if (esize == sizeof(float)) bc_add_parts_f32(base[0], ws, np - 1, p->nx);
   else bc_add_parts_f64(base[0], ws, np - 1, p->nx);
 }
 

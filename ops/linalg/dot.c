@@ -3,59 +3,12 @@
  * batch: both share the kernels below and differ only in the rank infer accepts. */
 #include "linalg/linalg.h"
 
-enum { P_TA = 0, P_TB = 1 };
-
 /* Below this many multiply-adds per product a threaded OpenBLAS GEMM does not scale (measured:
  * 128x128x128 runs no faster on 2 threads than on 1), so batches go to threads instead. */
 #define BD_SMALL_GEMM (1 << 22)
 
-/* The product of one batch entry, resolved from the case. */
-static void mm_of(const opf_case *c, lin_mm *m, int64_t *batch) {
-  const opf_tensor *a = &c->in[0], *b = &c->in[1];
-  int r = a->ndim, ta = c->p[P_TA] != 0, tb = c->p[P_TB] != 0;
-  m->dt = c->dtype;
-  m->ta = ta, m->tb = tb;
-  m->M = a->shape[r - (ta ? 1 : 2)];
-  m->K = a->shape[r - (ta ? 2 : 1)];
-  m->N = b->shape[r - (tb ? 2 : 1)];
-  *batch = r == 3 ? a->shape[0] : 1;
-}
-
-static int mm_infer(opf_case *c, int rank) {
-  const opf_tensor *a = &c->in[0], *b = &c->in[1];
-  char sa[96], sb[96];
-  const char *what = rank == 2 ? "a (M,K) and b (K,N) matrices" : "a (B,M,K) and b (B,K,N)";
-  if (a->ndim < 0 || b->ndim < 0)
-    return opf_case_error(c, OPF_EINVAL, "needs both inputs: %s (e.g. a=%s b=%s)", what,
-                          rank == 2 ? "1024x1024" : "32x128x64", rank == 2 ? "1024x1024" : "32x64x128");
-  if (a->ndim != rank || b->ndim != rank)
-    return opf_case_error(c, OPF_EINVAL, "needs %s, got a=%s b=%s", what,
-                          opf_shape_str(a, sa, sizeof sa), opf_shape_str(b, sb, sizeof sb));
-  if (rank == 3 && a->shape[0] != b->shape[0])
-    return opf_case_error(c, OPF_EINVAL, "batch sizes differ: a=%s b=%s",
-                          opf_shape_str(a, sa, sizeof sa), opf_shape_str(b, sb, sizeof sb));
-  int ta = c->p[P_TA] != 0, tb = c->p[P_TB] != 0;
-  int64_t kb = b->shape[rank - (tb ? 1 : 2)];
-  lin_mm m;
-  int64_t batch;
-  mm_of(c, &m, &batch);
-  if (m.K != kb)
-    return opf_case_error(c, OPF_EINVAL,
-                          "inner dimensions differ: a=%s%s has K=%lld, b=%s%s has K=%lld",
-                          opf_shape_str(a, sa, sizeof sa), ta ? " (transpose_a)" : "",
-                          (long long)m.K, opf_shape_str(b, sb, sizeof sb),
-                          tb ? " (transpose_b)" : "", (long long)kb);
-  int rc;
-  if ((rc = lin_check_int(c, "M", m.M)) || (rc = lin_check_int(c, "N", m.N)) ||
-      (rc = lin_check_int(c, "K", m.K)))
-    return rc;
-  int64_t shape[3] = {batch, m.M, m.N};
-  opf_set_out(c, 0, c->dtype, rank, shape + (3 - rank));
-  return OPF_OK;
-}
-
-static int dot_infer(opf_case *c) { return mm_infer(c, 2); }
-static int batch_dot_infer(opf_case *c) { return mm_infer(c, 3); }
+static int dot_infer(opf_case *c) { return opf_lin_mm_infer(c, 2); }
+static int batch_dot_infer(opf_case *c) { return opf_lin_mm_infer(c, 3); }
 
 /* ---- kernels: one product per batch entry ---- */
 typedef struct {
@@ -96,7 +49,7 @@ static void bd_run(const bd_ctx *x, int64_t batch) {
 }
 
 static void bd_setup(opf_case *c, bd_ctx *x, int64_t *batch, int bwd) {
-  mm_of(c, &x->m, batch);
+  opf_lin_mm_of(c, &x->m, batch);
   size_t es = opf_dtype_size(c->dtype);
   x->bwd = bwd;
   x->sa = (size_t)(x->m.M * x->m.K) * es;
@@ -137,7 +90,7 @@ static int mm_reference(opf_case *c) {
 static double mm_flops(const opf_case *c, opf_pass p) {
   lin_mm m;
   int64_t batch;
-  mm_of(c, &m, &batch);
+  opf_lin_mm_of(c, &m, &batch);
   double f = 2.0 * (double)batch * (double)m.M * (double)m.N * (double)m.K;
   return opf_pass_sum(p, f, 2 * f);
 }

@@ -1,10 +1,30 @@
-/* reduce.c: sum, mean, max and argmax over one axis (or all) with keepdims, and the backward
- * of sum, mean and max. Every shape is an (outer, n, inner) triple: contiguous rows (inner 1)
- * reduce in 64 vector lanes, outer axes stream rows into an L1-resident accumulator row, and
- * the work is split into shape-determined tasks so results do not depend on the thread count. */
+/* reduce.c: reductions over one axis (or all) with keepdims: sum, mean, prod, max, min, argmax,
+ * argmin, nansum, nanprod, norm (L1/L2), var, std, logsumexp, all, any, and their backwards.
+ * Every shape is an (outer, n, inner) triple: contiguous rows (inner 1) reduce in 64 vector
+ * lanes, outer axes stream rows into an L1-resident accumulator row, and the work is split into
+ * shape-determined tasks so results do not depend on the thread count. A kind is its fold op
+ * (reduce.h), its final value and partial combine (reduce_drv.h) and a descriptor here. */
 #include "reduction/reduce.h"
 
-enum { RED_SUM, RED_MEAN, RED_MAX, RED_ARGMAX };
+enum {
+  RED_SUM, RED_MEAN, RED_MAX, RED_ARGMAX, RED_PROD, RED_MIN, RED_ARGMIN, RED_NANSUM,
+  RED_NANPROD, RED_L1, RED_L2, RED_VAR, RED_STD, RED_LSE, RED_ALL, RED_ANY
+};
+
+/* Backward maps, dx = f(x, a, b) with per-output coefficients a, b (reduce_drv.h). */
+enum {
+  RED_BK_CONST,  /* a: sum, mean */
+  RED_BK_MUL,    /* a * x: L2 (a = dy / y) */
+  RED_BK_LIN,    /* a * (x - b): var, std (b = mean) */
+  RED_BK_SIGN,   /* a * sign(x): L1 */
+  RED_BK_EXP,    /* a * exp(x - b): logsumexp (a = dy, b = y) */
+  RED_BK_DIV,    /* a / x: prod (a = dy * y) */
+  RED_BK_NAN,    /* NaN ? 0 : a: nansum */
+  RED_BK_NANDIV  /* NaN ? 0 : a / x: nanprod */
+};
+#define RED_BK_LIST(X)                                                                        \
+  X(RED_BK_CONST) X(RED_BK_MUL) X(RED_BK_LIN) X(RED_BK_SIGN) X(RED_BK_EXP) X(RED_BK_DIV)       \
+  X(RED_BK_NAN) X(RED_BK_NANDIV)
 
 /* Task sizing: a task covers at least RED_TASK_WORK elements when the shape allows; when there
  * are fewer than RED_MIN_TASKS (outer block, column block) pairs, the reduced axis is cut into
@@ -17,6 +37,7 @@ typedef struct red_plan {
   int kind;
   opf_rgeom g;
   double scale;        /* 1, or 1/n for mean */
+  double ddof;         /* var, std */
   int64_t m;           /* wide-row factor (inner > 1 only), else 1 */
   int64_t ncb, cbw;    /* column blocks of the inner extent and their width */
   int64_t ochunk, nob; /* outer rows per task and outer blocks */
@@ -27,10 +48,41 @@ typedef struct red_plan {
 typedef struct red_run {
   const red_plan *p;
   const void *x;
-  void *out;   /* values, or int64 indices for argmax */
-  void *pv;    /* segment partials (S > 1): S x nout of RA (sums) or RT (max/argmax) */
-  int64_t *pi; /* segment partial indices (argmax) */
+  void *out;   /* values, int64 indices (args) or bool (any, all) */
+  void *pa;    /* segment partials (S > 1): S x nout of RA (folds, var, lse) or RT */
+  void *pb;    /* second partial of var (RA) and lse (double) */
+  int64_t *pi; /* segment partial indices (args) */
+  void *aux;   /* var, std: the mean per output, for the backward */
 } red_run;
+
+static int red_is_arg(int kind) { return kind == RED_ARGMAX || kind == RED_ARGMIN; }
+static int red_is_ext(int kind) { return kind == RED_MAX || kind == RED_MIN; }
+static int red_two(int kind) { return kind == RED_VAR || kind == RED_STD || kind == RED_LSE; }
+
+/* Instantiation code of a kind in the drivers: its class and fold op. */
+#define RED_CODE_FOLD(op) (op)
+#define RED_CODE_EXT(op) (16 + (op))
+#define RED_CODE_ARG(op) (32 + (op))
+#define RED_CODE_VAR 48
+#define RED_CODE_LSE 49
+static inline int red_code(int kind) {
+  switch (kind) {
+  case RED_SUM: case RED_MEAN: return RED_CODE_FOLD(OPF_FOLD_ADD);
+  case RED_PROD: return RED_CODE_FOLD(OPF_FOLD_MUL);
+  case RED_NANSUM: return RED_CODE_FOLD(OPF_FOLD_NANADD);
+  case RED_NANPROD: return RED_CODE_FOLD(OPF_FOLD_NANMUL);
+  case RED_L1: return RED_CODE_FOLD(OPF_FOLD_ABSADD);
+  case RED_L2: return RED_CODE_FOLD(OPF_FOLD_SQADD);
+  case RED_MAX: return RED_CODE_EXT(OPF_FOLD_MAX);
+  case RED_MIN: return RED_CODE_EXT(OPF_FOLD_MIN);
+  case RED_ANY: return RED_CODE_EXT(OPF_FOLD_ANY);
+  case RED_ALL: return RED_CODE_EXT(OPF_FOLD_ALL);
+  case RED_ARGMAX: return RED_CODE_ARG(OPF_FOLD_MAX);
+  case RED_ARGMIN: return RED_CODE_ARG(OPF_FOLD_MIN);
+  case RED_VAR: case RED_STD: return RED_CODE_VAR;
+  default: return RED_CODE_LSE;
+  }
+}
 
 static red_plan red_make_plan(const opf_case *c, int kind) {
   red_plan p = {.kind = kind, .scale = 1, .m = 1, .ncb = 1, .cbw = 1, .S = 1};
@@ -39,11 +91,12 @@ static red_plan red_make_plan(const opf_case *c, int kind) {
   const int64_t outer = p.g.outer, n = p.g.n, inner = p.g.inner;
   p.nout = outer * inner;
   if (kind == RED_MEAN && n > 0) p.scale = 1.0 / (double)n;
+  if (kind == RED_VAR || kind == RED_STD) p.ddof = c->p[2];
   if (inner > 1) {
     p.m = opf_red_wide_m(inner);
-    /* argmax re-reads a chunk of rows per column block from L1: narrower blocks let a chunk
-     * hold more rows, amortising the per-chunk merge */
-    p.cbw = p.m > 1 ? inner : kind == RED_ARGMAX ? OPF_RED_CB / 4 : OPF_RED_CB;
+    /* args and logsumexp re-read a chunk of rows per column block from L1: narrower blocks
+     * let a chunk hold more rows, amortising the per-chunk merge */
+    p.cbw = p.m > 1 ? inner : red_is_arg(kind) || kind == RED_LSE ? OPF_RED_CB / 4 : OPF_RED_CB;
     p.ncb = (inner + p.cbw - 1) / p.cbw;
   }
   const int64_t per_o = n * inner, work = outer * per_o;
@@ -66,20 +119,23 @@ static red_plan red_make_plan(const opf_case *c, int kind) {
   return p;
 }
 
-/* Workspace: [argmax indices for max's backward][segment partial values][partial indices]. */
+/* Workspace: [first-extreme indices for max/min backward][segment partials a][partials b]
+ * [partial indices][aux: the mean of var/std][backward coefficients]. */
 typedef struct red_ws {
-  size_t idx, pv, pi, total;
+  size_t idx, pa, pb, pi, aux, coef, total;
 } red_ws;
 
 static size_t red_round(size_t b) { return (b + OPF_ALIGN - 1) / OPF_ALIGN * OPF_ALIGN; }
 
 static red_ws red_ws_layout(const red_plan *p, int kind) {
-  red_ws w = {0, 0, 0, 0};
-  size_t no = (size_t)p->nout, part = p->S > 1 ? (size_t)p->S * no * 8 : 0;
-  size_t idx = kind == RED_MAX ? red_round(no * 8) : 0;
-  w.pv = idx;
-  w.pi = w.pv + red_round(part);
-  w.total = w.pi + (kind == RED_MAX || kind == RED_ARGMAX ? red_round(part) : 0);
+  red_ws w = {0, 0, 0, 0, 0, 0, 0};
+  const size_t no = (size_t)p->nout, part = p->S > 1 ? red_round((size_t)p->S * no * 8) : 0;
+  w.pa = red_is_ext(kind) ? red_round(no * 8) : 0;
+  w.pb = w.pa + part;
+  w.pi = w.pb + (red_two(kind) ? part : 0);
+  w.aux = w.pi + (red_is_ext(kind) || red_is_arg(kind) ? part : 0);
+  w.coef = w.aux + (kind == RED_VAR || kind == RED_STD ? red_round(no * 8) : 0);
+  w.total = w.coef + red_round(no * 8);
   return w;
 }
 
@@ -88,6 +144,7 @@ static red_ws red_ws_layout(const red_plan *p, int kind) {
 #define RA double
 #define RX int32_t
 #define RFLOAT 1
+#define RBOOL 0
 #define RSUF f32
 #include "reduction/reduce_drv.h"
 #define RT double
@@ -95,6 +152,7 @@ static red_ws red_ws_layout(const red_plan *p, int kind) {
 #define RA double
 #define RX int64_t
 #define RFLOAT 1
+#define RBOOL 0
 #define RSUF f64
 #include "reduction/reduce_drv.h"
 #define RT int32_t
@@ -102,6 +160,7 @@ static red_ws red_ws_layout(const red_plan *p, int kind) {
 #define RA uint64_t
 #define RX int32_t
 #define RFLOAT 0
+#define RBOOL 0
 #define RSUF i32
 #include "reduction/reduce_drv.h"
 #define RT int64_t
@@ -109,23 +168,41 @@ static red_ws red_ws_layout(const red_plan *p, int kind) {
 #define RA uint64_t
 #define RX int64_t
 #define RFLOAT 0
+#define RBOOL 0
 #define RSUF i64
+#include "reduction/reduce_drv.h"
+/* bool inputs (all, any): the lane kernels and drivers for one-byte elements */
+#define RT uint8_t
+#define RL uint32_t
+#define RA uint64_t
+#define RFLOAT 0
+#define RF32 0
+#define RSUF u8
+#include "reduction/reduce_lanes.h"
+#define RT uint8_t
+#define RL uint32_t
+#define RA uint64_t
+#define RX int32_t
+#define RFLOAT 0
+#define RBOOL 1
+#define RSUF u8
 #include "reduction/reduce_drv.h"
 
 typedef void (*red_task_fn)(const red_run *, int64_t);
 typedef void (*red_finish_fn)(const red_run *);
 static const red_task_fn red_tasks[OPF_NDTYPES] = {red_task_f32, red_task_f64, red_task_i32,
-                                                   red_task_i64};
+                                                   red_task_i64, red_task_u8};
 static const red_finish_fn red_finishes[OPF_NDTYPES] = {red_finish_f32, red_finish_f64,
-                                                        red_finish_i32, red_finish_i64};
+                                                        red_finish_i32, red_finish_i64,
+                                                        red_finish_u8};
 
-/* Run a plan on x into out (values, or indices for RED_ARGMAX), partials in the workspace
- * laid out for the operator ws_kind (max's backward runs an argmax plan in max's workspace). */
+/* Run a plan on x into out, partials in the workspace laid out for the operator ws_kind (max's
+ * and min's backward run an arg plan in their own workspace). */
 static void red_run_plan(opf_case *c, const red_plan *p, int ws_kind, void *out) {
-  red_ws w = red_ws_layout(p, ws_kind);
-  red_run r = {p, c->in[0].data, out, (char *)c->ws + w.pv, (int64_t *)((char *)c->ws + w.pi)};
-  if (p->kind != RED_ARGMAX && p->kind != RED_MAX) r.pi = NULL;
-  const red_task_fn task = red_tasks[c->dtype];
+  const red_ws w = red_ws_layout(p, ws_kind);
+  char *ws = c->ws;
+  red_run r = {p, c->in[0].data, out, ws + w.pa, ws + w.pb, (int64_t *)(ws + w.pi), ws + w.aux};
+  const red_task_fn task = red_tasks[c->in[0].dtype];
   const int64_t work = p->g.outer * p->g.n * p->g.inner;
   if (work > OPF_PAR_MIN && p->ntask > 1 && omp_get_max_threads() > 1) {
 #pragma omp parallel for schedule(static)
@@ -133,96 +210,181 @@ static void red_run_plan(opf_case *c, const red_plan *p, int ws_kind, void *out)
   } else {
     for (int64_t t = 0; t < p->ntask; t++) task(&r, t);
   }
-  if (p->S > 1) red_finishes[c->dtype](&r);
+  if (p->S > 1) red_finishes[c->in[0].dtype](&r);
+}
+
+/* Value of an empty reduction: the fold's identity (sum 0, prod 1; any false, all true),
+ * NaN for mean (the others were refused by infer). */
+static void red_fill_empty(opf_case *c, int kind, int64_t nout) {
+  const int one = kind == RED_PROD || kind == RED_NANPROD || kind == RED_ALL;
+  const double v = kind == RED_MEAN ? NAN : one ? 1 : 0;
+  for (int64_t e = 0; e < nout; e++) {
+    switch (c->out[0].dtype) {
+    case OPF_F32: ((float *)c->out[0].data)[e] = (float)v; break;
+    case OPF_F64: ((double *)c->out[0].data)[e] = v; break;
+    case OPF_I32: ((int32_t *)c->out[0].data)[e] = (int32_t)v; break;
+    case OPF_I64: ((int64_t *)c->out[0].data)[e] = (int64_t)v; break;
+    default: ((uint8_t *)c->out[0].data)[e] = (uint8_t)v; break;
+    }
+  }
 }
 
 static int red_forward_kind(opf_case *c, int kind) {
   const red_plan p = red_make_plan(c, kind);
   if (p.nout == 0) return OPF_OK;
-  if (p.g.n == 0) { /* empty sum is 0, empty mean is NaN (max/argmax were refused by infer) */
-    if (kind == RED_MEAN)
-      for (int64_t e = 0; e < p.nout; e++) {
-        if (c->dtype == OPF_F32) ((float *)c->out[0].data)[e] = NAN;
-        else ((double *)c->out[0].data)[e] = NAN;
-      }
-    else memset(c->out[0].data, 0, c->out[0].nbytes);
+  if (p.g.n == 0) {
+    red_fill_empty(c, kind, p.nout);
     return OPF_OK;
   }
   red_run_plan(c, &p, kind, c->out[0].data);
   return OPF_OK;
 }
 
-static int sum_forward(opf_case *c) { return red_forward_kind(c, RED_SUM); }
-static int mean_forward(opf_case *c) { return red_forward_kind(c, RED_MEAN); }
-static int max_forward(opf_case *c) { return red_forward_kind(c, RED_MAX); }
-static int argmax_forward(opf_case *c) { return red_forward_kind(c, RED_ARGMAX); }
+static int red_norm_kind(const opf_case *c) { return c->p[2] ? RED_L2 : RED_L1; }
+
+#define RED_FWD(name, kind)                                                                   \
+  static int name##_forward(opf_case *c) { return red_forward_kind(c, kind); }
+RED_FWD(sum, RED_SUM)
+RED_FWD(mean, RED_MEAN)
+RED_FWD(max, RED_MAX)
+RED_FWD(argmax, RED_ARGMAX)
+RED_FWD(prod, RED_PROD)
+RED_FWD(min, RED_MIN)
+RED_FWD(argmin, RED_ARGMIN)
+RED_FWD(nansum, RED_NANSUM)
+RED_FWD(nanprod, RED_NANPROD)
+RED_FWD(var, RED_VAR)
+RED_FWD(std, RED_STD)
+RED_FWD(logsumexp, RED_LSE)
+RED_FWD(all, RED_ALL)
+RED_FWD(any, RED_ANY)
+static int norm_forward(opf_case *c) { return red_forward_kind(c, red_norm_kind(c)); }
 
 /* ---- backward ---- */
 typedef struct red_bwd_ctx {
   opf_case *c;
-  const opf_rgeom *g;
+  const red_plan *p;
+  int bk;
   double s;
+  const void *a, *b; /* per-output coefficients of the map */
+  void *coef;        /* coefficient array to fill (nout) */
   const int64_t *idx;
 } red_bwd_ctx;
 
-static void bcast_range(int64_t lo, int64_t hi, void *p) {
-  const red_bwd_ctx *b = p;
+static void bmap_range(int64_t lo, int64_t hi, void *v) {
+  const red_bwd_ctx *b = v;
   opf_case *c = b->c;
   if (c->dtype == OPF_F32)
-    red_bcast_f32(b->g, c->gout[0].data, c->gin[0].data, (float)b->s, lo, hi);
+    red_bmap_f32(b->bk, &b->p->g, c->in[0].data, b->a, b->b, (float)b->s, c->gin[0].data, lo, hi);
   else
-    red_bcast_f64(b->g, c->gout[0].data, c->gin[0].data, b->s, lo, hi);
+    red_bmap_f64(b->bk, &b->p->g, c->in[0].data, b->a, b->b, b->s, c->gin[0].data, lo, hi);
 }
 
-static void bcast_rows_range(int64_t lo, int64_t hi, void *p) {
-  const red_bwd_ctx *b = p;
-  bcast_range(lo * b->g->n, hi * b->g->n, p);
+static void bmap_rows_range(int64_t lo, int64_t hi, void *v) {
+  const red_bwd_ctx *b = v;
+  bmap_range(lo * b->p->g.n, hi * b->p->g.n, v);
 }
 
-/* sum: dx = broadcast(dy); mean: dx = broadcast(dy) / n. Many contiguous rows (inner 1) are
- * split between threads by whole rows (short rows then take the unrolled path), everything
- * else by flat ranges. */
-static int red_bcast_backward(opf_case *c, int kind) {
+static void coef_range(int64_t lo, int64_t hi, void *v) {
+  const red_bwd_ctx *b = v;
+  opf_case *c = b->c;
+  if (c->dtype == OPF_F32)
+    red_bwd_coef_f32(b->p, c->gout[0].data, c->out[0].data, b->coef, lo, hi);
+  else
+    red_bwd_coef_f64(b->p, c->gout[0].data, c->out[0].data, b->coef, lo, hi);
+}
+
+static void prod_fix_range(int64_t lo, int64_t hi, void *v) {
+  const red_bwd_ctx *b = v;
+  opf_case *c = b->c;
+  const int nan = b->p->kind == RED_NANPROD;
+  if (c->dtype == OPF_F32)
+    red_prod_fix_f32(&b->p->g, nan, c->in[0].data, c->out[0].data, c->gout[0].data,
+                     c->gin[0].data, lo, hi);
+  else
+    red_prod_fix_f64(&b->p->g, nan, c->in[0].data, c->out[0].data, c->gout[0].data,
+                     c->gin[0].data, lo, hi);
+}
+
+/* dx = f(x, a, b) over the input: many contiguous rows (inner 1) are split between threads by
+ * whole rows (short rows then take the unrolled path), everything else by flat ranges. */
+static void red_bmap_run(red_bwd_ctx *b) {
+  const opf_rgeom *g = &b->p->g;
+  if (g->inner == 1 && g->n > 0 && g->outer >= 64)
+    opf_parallel_range(g->outer, (OPF_PAR_MIN + g->n - 1) / g->n, bmap_rows_range, b);
+  else
+    opf_parallel_range(opf_numel(&b->c->in[0]), OPF_PAR_MIN, bmap_range, b);
+}
+
+/* The map and its coefficients per kind: a = dy (scaled by s) or a coefficient array computed
+ * from dy, y (and the forward's mean for var/std); b = y, the mean, or unused. */
+static int red_map_backward(opf_case *c, int kind) {
   if (!c->gin[0].data) return OPF_OK;
   const red_plan p = red_make_plan(c, kind);
-  red_bwd_ctx b = {c, &p.g, p.scale, NULL};
-  if (p.g.inner == 1 && p.g.n > 0 && p.g.outer >= 64)
-    opf_parallel_range(p.g.outer, (OPF_PAR_MIN + p.g.n - 1) / p.g.n, bcast_rows_range, &b);
-  else
-    opf_parallel_range(opf_numel(&c->in[0]), OPF_PAR_MIN, bcast_range, &b);
+  if (p.nout == 0 || p.g.n == 0) {
+    memset(c->gin[0].data, 0, c->gin[0].nbytes);
+    return OPF_OK;
+  }
+  const red_ws w = red_ws_layout(&p, kind);
+  void *coef = (char *)c->ws + w.coef, *mean = (char *)c->ws + w.aux;
+  red_bwd_ctx b = {c, &p, RED_BK_CONST, p.scale, c->gout[0].data, c->gout[0].data, coef, NULL};
+  switch (kind) {
+  case RED_NANSUM: b.bk = RED_BK_NAN; break;
+  case RED_L1: b.bk = RED_BK_SIGN; break;
+  case RED_LSE: b.bk = RED_BK_EXP, b.b = c->out[0].data; break;
+  case RED_PROD: b.bk = RED_BK_DIV, b.a = coef; break;
+  case RED_NANPROD: b.bk = RED_BK_NANDIV, b.a = coef; break;
+  case RED_L2: b.bk = RED_BK_MUL, b.a = coef; break;
+  case RED_VAR:
+  case RED_STD: b.bk = RED_BK_LIN, b.a = coef, b.b = mean; break;
+  default: break;
+  }
+  if (b.a == coef) opf_parallel_range(p.nout, OPF_PAR_MIN, coef_range, &b);
+  red_bmap_run(&b);
+  if (kind == RED_PROD || kind == RED_NANPROD)
+    opf_parallel_range(p.nout, (OPF_PAR_MIN + p.g.n - 1) / p.g.n, prod_fix_range, &b);
   return OPF_OK;
 }
 
-static int sum_backward(opf_case *c) { return red_bcast_backward(c, RED_SUM); }
-static int mean_backward(opf_case *c) { return red_bcast_backward(c, RED_MEAN); }
+#define RED_BWD(name, kind)                                                                   \
+  static int name##_backward(opf_case *c) { return red_map_backward(c, kind); }
+RED_BWD(sum, RED_SUM)
+RED_BWD(mean, RED_MEAN)
+RED_BWD(prod, RED_PROD)
+RED_BWD(nansum, RED_NANSUM)
+RED_BWD(nanprod, RED_NANPROD)
+RED_BWD(var, RED_VAR)
+RED_BWD(std, RED_STD)
+RED_BWD(logsumexp, RED_LSE)
+static int norm_backward(opf_case *c) { return red_map_backward(c, red_norm_kind(c)); }
 
-static void max_rows_range(int64_t lo, int64_t hi, void *p) {
-  const red_bwd_ctx *b = p;
+static void ext_rows_range(int64_t lo, int64_t hi, void *v) {
+  const red_bwd_ctx *b = v;
   opf_case *c = b->c;
   if (c->dtype == OPF_F32)
-    red_max_bwd_rows_f32(b->g, c->in[0].data, c->out[0].data, c->gout[0].data, c->gin[0].data,
-                         lo, hi);
+    red_max_bwd_rows_f32(&b->p->g, c->in[0].data, c->out[0].data, c->gout[0].data,
+                         c->gin[0].data, lo, hi);
   else
-    red_max_bwd_rows_f64(b->g, c->in[0].data, c->out[0].data, c->gout[0].data, c->gin[0].data,
-                         lo, hi);
+    red_max_bwd_rows_f64(&b->p->g, c->in[0].data, c->out[0].data, c->gout[0].data,
+                         c->gin[0].data, lo, hi);
 }
 
-static void zero_range(int64_t lo, int64_t hi, void *p) {
-  opf_case *c = ((const red_bwd_ctx *)p)->c;
+static void zero_range(int64_t lo, int64_t hi, void *v) {
+  opf_case *c = ((const red_bwd_ctx *)v)->c;
   size_t es = opf_dtype_size(c->dtype);
   memset((char *)c->gin[0].data + (size_t)lo * es, 0, (size_t)(hi - lo) * es);
 }
 
-static void scatter_range(int64_t lo, int64_t hi, void *p) {
-  const red_bwd_ctx *b = p;
+static void scatter_range(int64_t lo, int64_t hi, void *v) {
+  const red_bwd_ctx *b = v;
   opf_case *c = b->c;
   if (c->dtype == OPF_F32)
-    red_max_scatter_f32(b->g, b->idx, c->gout[0].data, c->gin[0].data, lo, hi);
+    red_max_scatter_f32(&b->p->g, b->idx, c->gout[0].data, c->gin[0].data, lo, hi);
   else
-    red_max_scatter_f64(b->g, b->idx, c->gout[0].data, c->gin[0].data, lo, hi);
+    red_max_scatter_f64(&b->p->g, b->idx, c->gout[0].data, c->gin[0].data, lo, hi);
 }
 
-static void max_find_task(opf_case *c, const red_plan *p, int64_t *idx, int64_t t) {
+static void ext_find_task(opf_case *c, const red_plan *p, int64_t *idx, int64_t t) {
   const int64_t o = t / p->ncb, j0 = (t % p->ncb) * p->cbw;
   const int64_t w = p->g.inner - j0 < p->cbw ? p->g.inner - j0 : p->cbw;
   const int64_t xo = o * p->g.n * p->g.inner + j0, e = o * p->g.inner + j0;
@@ -234,27 +396,28 @@ static void max_find_task(opf_case *c, const red_plan *p, int64_t *idx, int64_t 
                           (const double *)c->out[0].data + e, w, idx + e);
 }
 
-/* max: the gradient goes to the first maximal element of each reduced line (the forward's
- * tie rule); everything else is 0. The forward's y is exactly each line's max, so only its
- * first position is searched: along contiguous rows, or down the columns of each (outer,
- * column block) into the workspace, after which dx is zeroed in parallel and dy scattered. */
-static int max_backward(opf_case *c) {
+/* max / min: the gradient goes to the first extreme element of each reduced line (the
+ * forward's tie rule); everything else is 0. The forward's y is exactly each line's extreme,
+ * so only its first position is searched: along contiguous rows, or down the columns of each
+ * (outer, column block) into the workspace, after which dx is zeroed in parallel and dy
+ * scattered. */
+static int red_ext_backward(opf_case *c, int kind) {
   if (!c->gin[0].data) return OPF_OK;
-  const red_plan p = red_make_plan(c, RED_ARGMAX);
+  const red_plan p = red_make_plan(c, kind == RED_MAX ? RED_ARGMAX : RED_ARGMIN);
   if (p.nout == 0 || p.g.n == 0) return OPF_OK;
   int64_t *idx = c->ws; /* layout offset 0 */
-  red_bwd_ctx b = {c, &p.g, 1, idx};
+  red_bwd_ctx b = {c, &p, 0, 1, NULL, NULL, NULL, idx};
   if (p.g.inner == 1 || p.g.n >= INT32_MAX) {
     if (p.g.inner == 1 && p.g.outer >= 64) {
-      opf_parallel_range(p.g.outer, (OPF_PAR_MIN + p.g.n - 1) / p.g.n, max_rows_range, &b);
+      opf_parallel_range(p.g.outer, (OPF_PAR_MIN + p.g.n - 1) / p.g.n, ext_rows_range, &b);
       return OPF_OK;
     }
-    red_run_plan(c, &p, RED_MAX, idx); /* few long rows (parallel by segments), or huge n */
+    red_run_plan(c, &p, kind, idx); /* few long rows (parallel by segments), or huge n */
   } else {
     /* the column search streams whole rows of its block: blocks of 512 keep each row read one
      * or half a page long (argmax's 256 restart the prefetcher too often) and still give a
      * (1024, 1024) axis 0 two tasks */
-    red_plan pf = red_make_plan(c, RED_MAX);
+    red_plan pf = red_make_plan(c, kind);
     if (pf.m == 1) {
       pf.cbw = OPF_RED_CB / 2;
       pf.ncb = (pf.g.inner + pf.cbw - 1) / pf.cbw;
@@ -262,9 +425,9 @@ static int max_backward(opf_case *c) {
     const int64_t ntask = p.g.outer * pf.ncb;
     if (opf_numel(&c->in[0]) > OPF_PAR_MIN && ntask > 1 && omp_get_max_threads() > 1) {
 #pragma omp parallel for schedule(static)
-      for (int64_t t = 0; t < ntask; t++) max_find_task(c, &pf, idx, t);
+      for (int64_t t = 0; t < ntask; t++) ext_find_task(c, &pf, idx, t);
     } else {
-      for (int64_t t = 0; t < ntask; t++) max_find_task(c, &pf, idx, t);
+      for (int64_t t = 0; t < ntask; t++) ext_find_task(c, &pf, idx, t);
     }
   }
   opf_parallel_range(opf_numel(&c->in[0]), OPF_PAR_MIN, zero_range, &b);
@@ -272,112 +435,291 @@ static int max_backward(opf_case *c) {
   return OPF_OK;
 }
 
+static int max_backward(opf_case *c) { return red_ext_backward(c, RED_MAX); }
+static int min_backward(opf_case *c) { return red_ext_backward(c, RED_MIN); }
+
 /* ---- infer ---- */
+static int red_out_dtype(const opf_case *c, int kind) {
+  return red_is_arg(kind) ? OPF_I64 : kind == RED_ALL || kind == RED_ANY ? OPF_BOOL : c->dtype;
+}
+
 static int red_infer_kind(opf_case *c, int kind) {
   if (c->in[0].ndim < 0) return OPF_OK; /* "needs a shape" is reported by the caller */
   int axis, all;
   int rc = opf_red_axis(c, c->p[0], 1, &axis, &all);
   if (rc) return rc;
   const red_plan p = red_make_plan(c, kind);
-  if ((kind == RED_MAX || kind == RED_ARGMAX) && p.g.n == 0) {
-    char s[96];
+  char s[96];
+  if ((red_is_ext(kind) || red_is_arg(kind) || kind == RED_LSE || red_two(kind)) && p.g.n == 0)
     return opf_case_error(c, OPF_EINVAL, "%s of an empty axis: input 'x' %s has size 0 on the reduced axis",
                           c->op->name, opf_shape_str(&c->in[0], s, sizeof s));
-  }
-  opf_red_set_out(c, kind == RED_ARGMAX ? OPF_I64 : c->dtype, axis, all, c->p[1] != 0);
+  if ((kind == RED_VAR || kind == RED_STD) && (double)p.g.n - p.ddof <= 0)
+    return opf_case_error(c, OPF_EINVAL, "%s: ddof %g must be less than the reduced size %lld of input 'x' %s",
+                          c->op->name, p.ddof, (long long)p.g.n, opf_shape_str(&c->in[0], s, sizeof s));
+  opf_red_set_out(c, (opf_dtype)red_out_dtype(c, kind), axis, all, c->p[1] != 0);
   c->ws_bytes = red_ws_layout(&p, kind).total;
-  if (kind == RED_MAX) { /* the backward may run an argmax plan (other segments) in this space */
-    const red_plan pa = red_make_plan(c, RED_ARGMAX);
-    const size_t b = red_ws_layout(&pa, RED_MAX).total;
+  if (red_is_ext(kind)) { /* the backward may run an arg plan (other segments) in this space */
+    const red_plan pa = red_make_plan(c, kind == RED_MAX ? RED_ARGMAX : RED_ARGMIN);
+    const size_t b = red_ws_layout(&pa, kind).total;
     if (b > c->ws_bytes) c->ws_bytes = b;
   }
   return OPF_OK;
 }
 
-static int sum_infer(opf_case *c) { return red_infer_kind(c, RED_SUM); }
-static int mean_infer(opf_case *c) { return red_infer_kind(c, RED_MEAN); }
-static int max_infer(opf_case *c) { return red_infer_kind(c, RED_MAX); }
-static int argmax_infer(opf_case *c) { return red_infer_kind(c, RED_ARGMAX); }
+#define RED_INFER(name, kind)                                                                 \
+  static int name##_infer(opf_case *c) { return red_infer_kind(c, kind); }
+RED_INFER(sum, RED_SUM)
+RED_INFER(mean, RED_MEAN)
+RED_INFER(max, RED_MAX)
+RED_INFER(argmax, RED_ARGMAX)
+RED_INFER(prod, RED_PROD)
+RED_INFER(min, RED_MIN)
+RED_INFER(argmin, RED_ARGMIN)
+RED_INFER(nansum, RED_NANSUM)
+RED_INFER(nanprod, RED_NANPROD)
+RED_INFER(var, RED_VAR)
+RED_INFER(std, RED_STD)
+RED_INFER(logsumexp, RED_LSE)
+RED_INFER(all, RED_ALL)
+RED_INFER(any, RED_ANY)
+static int norm_infer(opf_case *c) { return red_infer_kind(c, red_norm_kind(c)); }
 
-/* ---- reference: one output element at a time, the reduced line walked in order ---- */
+/* ---- reference: one output element at a time, the reduced line walked in order, in double
+ * (integers in uint64, wrapping like the kernels) ---- */
+static double red_get(const opf_tensor *t, int64_t i) {
+  switch (t->dtype) {
+  case OPF_F32: return ((const float *)t->data)[i];
+  case OPF_F64: return ((const double *)t->data)[i];
+  case OPF_I32: return ((const int32_t *)t->data)[i];
+  case OPF_I64: return (double)((const int64_t *)t->data)[i];
+  default: return ((const uint8_t *)t->data)[i];
+  }
+}
+
+static int64_t red_geti(const opf_tensor *t, int64_t i) {
+  return t->dtype == OPF_I32 ? ((const int32_t *)t->data)[i] : ((const int64_t *)t->data)[i];
+}
+
 static int red_reference_kind(opf_case *c, int kind) {
   const int all = c->p[0] == OPF_AXIS_ALL;
   const opf_rgeom g = opf_red_geom(&c->in[0], all ? 0 : opf_axis(c->p[0], c->in[0].ndim), all);
-  const void *xv = c->in[0].data;
-  void *yv = c->out[0].data;
-  const opf_dtype dt = c->dtype;
+  const opf_tensor *x = &c->in[0];
+  const int isf = opf_dtype_is_float(x->dtype), isi = x->dtype == OPF_I32 || x->dtype == OPF_I64;
   for (int64_t o = 0; o < g.outer; o++)
     for (int64_t j = 0; j < g.inner; j++) {
       const int64_t e = o * g.inner + j;
-      double fs = 0, fm = -INFINITY;
-      uint64_t is = 0;                 /* integer sums wrap modulo 2^64, cast to the width */
-      int64_t im = INT64_MIN, arg = 0;
+#define X_AT(k) ((o * g.n + (k)) * g.inner + j)
+      double fs = 0, fp = 1, fa = 0, fq = 0, mean = 0;
+      uint64_t is = 0, ip = 1;
+      int64_t arg = 0, nz = 0;
       for (int64_t k = 0; k < g.n; k++) {
-        const int64_t i = (o * g.n + k) * g.inner + j;
-        if (dt == OPF_F32 || dt == OPF_F64) {
-          double v = dt == OPF_F32 ? ((const float *)xv)[i] : ((const double *)xv)[i];
-          fs += v;
-          if (k == 0 || v > fm) fm = v, arg = k;
+        const double v = red_get(x, X_AT(k));
+        if (isi) {
+          const int64_t iv = red_geti(x, X_AT(k)), ib = red_geti(x, X_AT(arg));
+          is += (uint64_t)iv, ip *= (uint64_t)iv;
+          if ((kind == RED_MAX || kind == RED_ARGMAX) ? iv > ib : iv < ib) arg = k;
         } else {
-          int64_t v = dt == OPF_I32 ? ((const int32_t *)xv)[i] : ((const int64_t *)xv)[i];
-          is += (uint64_t)v;
-          if (k == 0 || v > im) im = v, arg = k;
+          const double b = red_get(x, X_AT(arg));
+          if ((kind == RED_MAX || kind == RED_ARGMAX) ? v > b : v < b) arg = k;
         }
+        nz += v != 0;
+        mean += v / (double)g.n;
+        if (isf && isnan(v) && (kind == RED_NANSUM || kind == RED_NANPROD)) continue;
+        fs += v, fp *= v, fa += fabs(v), fq += v * v;
       }
-      if (kind == RED_ARGMAX) {
-        ((int64_t *)yv)[e] = arg;
-        continue;
+      double lm = -INFINITY, ls = 0, sq = 0;
+      for (int64_t k = 0; k < g.n; k++) lm = fmax(lm, red_get(x, X_AT(k)));
+      for (int64_t k = 0; k < g.n; k++) {
+        const double d = red_get(x, X_AT(k));
+        ls += exp(d - lm), sq += (d - mean) * (d - mean);
       }
-      double fr = kind == RED_SUM ? fs : kind == RED_MEAN ? fs / (double)g.n : fm;
-      switch (dt) {
-      case OPF_F32: ((float *)yv)[e] = (float)fr; break;
-      case OPF_F64: ((double *)yv)[e] = fr; break;
-      case OPF_I32: ((int32_t *)yv)[e] = (int32_t)(kind == RED_SUM ? (uint32_t)is : (uint32_t)im); break;
-      default: ((int64_t *)yv)[e] = kind == RED_SUM ? (int64_t)is : im; break;
+      const double var = sq / ((double)g.n - (kind == RED_VAR || kind == RED_STD ? c->p[2] : 0));
+      double r = 0;
+      switch (kind) {
+      case RED_SUM: case RED_NANSUM: r = fs; break;
+      case RED_MEAN: r = fs / (double)g.n; break;
+      case RED_PROD: case RED_NANPROD: r = fp; break;
+      case RED_MAX: case RED_MIN: r = red_get(x, X_AT(arg)); break;
+      case RED_L1: r = fa; break;
+      case RED_L2: r = sqrt(fq); break;
+      case RED_VAR: r = var; break;
+      case RED_STD: r = sqrt(var); break;
+      case RED_LSE: r = lm + log(ls); break;
+      default: break;
+      }
+#undef X_AT
+      void *yv = c->out[0].data;
+      switch (c->out[0].dtype) {
+      case OPF_F32: ((float *)yv)[e] = (float)r; break;
+      case OPF_F64: ((double *)yv)[e] = r; break;
+      case OPF_BOOL: ((uint8_t *)yv)[e] = kind == RED_ANY ? nz > 0 : nz == g.n; break;
+      case OPF_I64:
+        ((int64_t *)yv)[e] = red_is_arg(kind) ? arg
+                             : kind == RED_SUM ? (int64_t)is
+                             : kind == RED_PROD ? (int64_t)ip
+                                                : red_geti(x, (o * g.n + arg) * g.inner + j);
+        break;
+      default:
+        ((int32_t *)yv)[e] = kind == RED_SUM ? (int32_t)(uint32_t)is
+                             : kind == RED_PROD ? (int32_t)(uint32_t)ip
+                                                : (int32_t)red_geti(x, (o * g.n + arg) * g.inner + j);
+        break;
       }
     }
   return OPF_OK;
 }
 
-static int sum_reference(opf_case *c) { return red_reference_kind(c, RED_SUM); }
-static int mean_reference(opf_case *c) { return red_reference_kind(c, RED_MEAN); }
-static int max_reference(opf_case *c) { return red_reference_kind(c, RED_MAX); }
-static int argmax_reference(opf_case *c) { return red_reference_kind(c, RED_ARGMAX); }
+#define RED_REF(name, kind)                                                                   \
+  static int name##_reference(opf_case *c) { return red_reference_kind(c, kind); }
+RED_REF(sum, RED_SUM)
+RED_REF(mean, RED_MEAN)
+RED_REF(max, RED_MAX)
+RED_REF(argmax, RED_ARGMAX)
+RED_REF(prod, RED_PROD)
+RED_REF(min, RED_MIN)
+RED_REF(argmin, RED_ARGMIN)
+RED_REF(nansum, RED_NANSUM)
+RED_REF(nanprod, RED_NANPROD)
+RED_REF(var, RED_VAR)
+RED_REF(std, RED_STD)
+RED_REF(logsumexp, RED_LSE)
+RED_REF(all, RED_ALL)
+RED_REF(any, RED_ANY)
+static int norm_reference(opf_case *c) { return red_reference_kind(c, red_norm_kind(c)); }
 
 /* ---- models ----
- * sum: one add per input element; backward is a pure broadcast (no flops).
- * mean: sum plus one scale per output; backward one scale per output (dy/n, then broadcast).
- * max / argmax: one compare per input element; max's backward compares every element again
- * to find the argmax, then writes dx. */
+ * Per kind: flops = fe per input element + fo per output (fwd), be per input element + bo per
+ * output (bwd), counting arithmetic operations (a compare-select is one):
+ *   sum 1 add; mean 1 add + 1 scale per output, bwd the scale per output (then a broadcast);
+ *   max / min / all / any 1 compare, max/min bwd 1 compare to find the extreme again;
+ *   prod 1 mul, bwd 1 divide + 1 mul per output (dy * y); nansum 1 add, bwd 1 select;
+ *   nanprod 1 mul, bwd as prod; norm L1 abs + add = 2, bwd 1 (sign select); L2 square + add
+ *   = 2 + 1 sqrt per output, bwd 1 mul + 1 divide per output; var: subtract the shift, add,
+ *   square, add = 4 + 5 per output (mean, square, subtract, divide, mean again), std + 1 sqrt,
+ *   bwd subtract + mul = 2 + 2 per output; logsumexp compare (max), subtract, exp, add = 4 +
+ *   2 per output (log, add), bwd subtract, exp, mul = 3.
+ * Bytes: fwd reads x and writes y (in the output dtype). bwd reads dy, the input x when the map
+ * needs it and the per-output arrays it uses (y, the mean), and writes dx. */
+typedef struct red_model {
+  double fe, fo, be, bo;
+  int reads_x, arrays; /* bwd: reads x; per-output arrays read besides dy */
+} red_model;
+
+static red_model red_model_of(int kind) {
+  switch (kind) {
+  case RED_SUM: return (red_model){1, 0, 0, 0, 0, 0};
+  case RED_MEAN: return (red_model){1, 1, 0, 1, 0, 0};
+  case RED_MAX: case RED_MIN: return (red_model){1, 0, 1, 0, 1, 0};
+  case RED_PROD: case RED_NANPROD: return (red_model){1, 0, 1, 1, 1, 1};
+  case RED_NANSUM: return (red_model){1, 0, 1, 0, 1, 0};
+  case RED_L1: return (red_model){2, 0, 1, 0, 1, 0};
+  case RED_L2: return (red_model){2, 1, 1, 1, 1, 1};
+  case RED_VAR: return (red_model){4, 5, 2, 2, 1, 1};
+  case RED_STD: return (red_model){4, 6, 2, 2, 1, 2};
+  case RED_LSE: return (red_model){4, 2, 3, 0, 1, 1};
+  default: return (red_model){1, 0, 0, 0, 0, 0}; /* args, all, any: forward only */
+  }
+}
+
 static double red_numel_x(const opf_case *c) { return (double)opf_numel(&c->in[0]); }
 static double red_numel_y(const opf_case *c) { return (double)opf_numel(&c->out[0]); }
 
-static double sum_flops(const opf_case *c, opf_pass p) { return opf_pass_sum(p, red_numel_x(c), 0); }
-static double mean_flops(const opf_case *c, opf_pass p) {
-  return opf_pass_sum(p, red_numel_x(c) + red_numel_y(c), red_numel_y(c));
+static double red_flops_kind(const opf_case *c, opf_pass p, int kind) {
+  const red_model m = red_model_of(kind);
+  const double nx = red_numel_x(c), ny = red_numel_y(c);
+  return opf_pass_sum(p, m.fe * nx + m.fo * ny, m.be * nx + m.bo * ny);
 }
-static double max_flops(const opf_case *c, opf_pass p) {
-  return opf_pass_sum(p, red_numel_x(c), red_numel_x(c));
-}
-static double argmax_flops(const opf_case *c, opf_pass p) { return opf_pass_sum(p, red_numel_x(c), 0); }
 
-/* fwd: read x, write y. bwd of sum/mean: read dy, write dx (x is not needed); of max: read
- * x and dy, write dx. */
-static double red_bytes_kind(const opf_case *c, opf_pass p, int reads_x) {
+static double red_bytes_kind(const opf_case *c, opf_pass p, int kind) {
+  const red_model m = red_model_of(kind);
   const double es = (double)opf_dtype_size(c->dtype), x = red_numel_x(c) * es,
-               y = red_numel_y(c) * es;
-  return opf_pass_sum(p, x + y, (reads_x ? x : 0) + y + x);
+               y = red_numel_y(c) * (double)opf_dtype_size(c->out[0].dtype);
+  return opf_pass_sum(p, x + y, (m.reads_x ? x : 0) + y * (1 + m.arrays) + x);
 }
-static double sum_bytes(const opf_case *c, opf_pass p) { return red_bytes_kind(c, p, 0); }
-static double max_bytes(const opf_case *c, opf_pass p) { return red_bytes_kind(c, p, 1); }
 
-#define RED_PARAMS                                                                            \
-  .n_params = 2,                                                                              \
-  .params = {{.name = "axis", .type = OPF_P_AXIS, .def = OPF_AXIS_ALL, .min = -8, .max = 7,    \
-              .help = "axis to reduce (negative counts from the end) or 'all' (the default, "  \
-                      "as in NumPy)"},                                                        \
-             {.name = "keepdims", .type = OPF_P_BOOL, .def = 0,                               \
-              .help = "keep the reduced axes as size-1 dimensions"}}
+#define RED_MODELS(name, kind)                                                                \
+  static double name##_flops(const opf_case *c, opf_pass p) { return red_flops_kind(c, p, kind); } \
+  static double name##_bytes(const opf_case *c, opf_pass p) { return red_bytes_kind(c, p, kind); }
+RED_MODELS(sum, RED_SUM)
+RED_MODELS(mean, RED_MEAN)
+RED_MODELS(max, RED_MAX)
+RED_MODELS(min, RED_MIN)
+RED_MODELS(prod, RED_PROD)
+RED_MODELS(nansum, RED_NANSUM)
+RED_MODELS(nanprod, RED_NANPROD)
+RED_MODELS(var, RED_VAR)
+RED_MODELS(std, RED_STD)
+RED_MODELS(logsumexp, RED_LSE)
+RED_MODELS(all, RED_ALL)
+RED_MODELS(any, RED_ANY)
+static double arg_flops(const opf_case *c, opf_pass p) { return opf_pass_sum(p, red_numel_x(c), 0); }
+static double norm_flops(const opf_case *c, opf_pass p) {
+  return red_flops_kind(c, p, red_norm_kind(c));
+}
+static double norm_bytes(const opf_case *c, opf_pass p) {
+  return red_bytes_kind(c, p, red_norm_kind(c));
+}
+
+/* ---- input generators ---- */
+/* nansum, nanprod: uniform values (the descriptor's range) with NaN at about 5% of the
+ * positions, each position decided by its own counter draw (so the fill is threaded and the
+ * same for every thread count). */
+static int fill_nan(opf_case *c, int i, opf_rng *r) {
+  opf_tensor *t = &c->in[i];
+  opf_fill_uniform(t, c->seed, (uint64_t)i, c->op->in[i].lo, c->op->in[i].hi);
+  const int64_t n = opf_numel(t);
+  const uint64_t key = r->key;
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (int64_t k = 0; k < n; k++) {
+    opf_rng d = {key, (uint64_t)k};
+    if (opf_rng_uniform(&d) >= 0.05) continue;
+    if (t->dtype == OPF_F32) ((float *)t->data)[k] = NAN;
+    else ((double *)t->data)[k] = NAN;
+  }
+  return OPF_OK;
+}
+
+/* prod, nanprod: floats near 1 (reduce.h); nanprod adds NaNs to its range. */
+static int fill_near_one(opf_case *c, int i, opf_rng *r) {
+  if (c->op->in[i].lo != 0) return fill_nan(c, i, r); /* nanprod: its range, plus NaNs */
+  opf_red_fill_near_one(c, i);
+  return OPF_OK;
+}
+
+/* all / any: with uniform values every long line would hold a zero (all false) and a nonzero
+ * (any true). all: zero with probability 1/(2n) (n the reduced size), so about 60% of lines
+ * are all-true; any: nonzero with probability 1/(2n). Nonzero values are in [1, 4) (bool 1). */
+static int fill_logic(opf_case *c, int i, opf_rng *r) {
+  opf_tensor *t = &c->in[i];
+  const red_plan p = red_make_plan(c, RED_ALL);
+  const double q = 0.5 / (double)(p.g.n > 0 ? p.g.n : 1);
+  const int any = !strcmp(c->op->name, "any");
+  const int64_t n = opf_numel(t);
+  const uint64_t key = r->key;
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (int64_t k = 0; k < n; k++) {
+    opf_rng d = {key, (uint64_t)k};
+    const double u = opf_rng_uniform(&d);
+    const int nz = any ? u < q : u >= q;
+    const double v = nz ? 1 + 3 * opf_rng_uniform(&d) : 0;
+    switch (t->dtype) {
+    case OPF_F32: ((float *)t->data)[k] = (float)v; break;
+    case OPF_F64: ((double *)t->data)[k] = v; break;
+    case OPF_I32: ((int32_t *)t->data)[k] = (int32_t)v; break;
+    case OPF_I64: ((int64_t *)t->data)[k] = (int64_t)v; break;
+    default: ((uint8_t *)t->data)[k] = (uint8_t)nz; break;
+    }
+  }
+  return OPF_OK;
+}
+
+#define RED_AXIS_PARAM                                                                        \
+  {.name = "axis", .type = OPF_P_AXIS, .def = OPF_AXIS_ALL, .min = -8, .max = 7,               \
+   .help = "axis to reduce (negative counts from the end) or 'all' (the default, as in NumPy)"}
+#define RED_KEEPDIMS_PARAM                                                                    \
+  {.name = "keepdims", .type = OPF_P_BOOL, .def = 0,                                          \
+   .help = "keep the reduced axes as size-1 dimensions"}
+#define RED_PARAMS .n_params = 2, .params = {RED_AXIS_PARAM, RED_KEEPDIMS_PARAM}
 
 #define RED_SHAPES                                                                            \
   .shapes = {{"standard", "x=1024x1024 axis=0"},  {"standard", "x=1024x1024 axis=1"},         \
@@ -393,81 +735,121 @@ static double max_bytes(const opf_case *c, opf_pass p) { return red_bytes_kind(c
              {"test", "x=3x1000x7 axis=1 keepdims=true"}, {"test", "x=200000x3 axis=0"},       \
              {"large", "x=8192x8192 axis=0"},      {"large", "x=8192x8192 axis=1"}}
 
-/* Values in [-4, 4): integers get many ties, which exercises argmax's first-occurrence rule. */
+/* Values in [-4, 4): integers get many ties, which exercises the args' first-occurrence rule. */
 #define RED_INPUT(diff)                                                                       \
   .n_in = 1, .in = {{.name = "x", .dtype = OPF_DT_CASE, .flags = (diff), .lo = -4, .hi = 4}}
+#define RED_INPUT_FILL(diff, l, h, f)                                                         \
+  .n_in = 1, .in = {{.name = "x", .dtype = OPF_DT_CASE, .flags = (diff), .lo = l, .hi = h,     \
+                     .fill = f}}
+
+/* The common fields of a reduction descriptor. */
+#define RED_OP(nm, dts, summ)                                                                 \
+  .abi = OPF_OP_ABI, .name = #nm, .category = "reduction", .summary = summ, .dtypes = dts,    \
+  .n_out = 1, .infer = nm##_infer, .forward = nm##_forward, .reference = nm##_reference
 
 OPPERF_OP(sum) = {
-    .abi = OPF_OP_ABI,
-    .name = "sum",
-    .category = "reduction",
-    .summary = "sum over an axis or all (integers wrap modulo 2^bits, as the exact sum cast)",
-    .dtypes = OPF_DT_ALL,
-    RED_INPUT(OPF_IN_DIFF),
-    .n_out = 1,
-    .out = {"y"},
-    RED_PARAMS,
-    RED_SHAPES,
-    .infer = sum_infer,
-    .forward = sum_forward,
-    .backward = sum_backward,
-    .reference = sum_reference,
-    .flops = sum_flops,
-    .bytes = sum_bytes,
+    RED_OP(sum, OPF_DT_ALL, "sum over an axis or all (integers wrap modulo 2^bits, as the exact sum cast)"),
+    RED_INPUT(OPF_IN_DIFF), .out = {"y"}, RED_PARAMS, RED_SHAPES,
+    .backward = sum_backward, .flops = sum_flops, .bytes = sum_bytes,
 };
 
 OPPERF_OP(mean) = {
-    .abi = OPF_OP_ABI,
-    .name = "mean",
-    .category = "reduction",
-    .summary = "arithmetic mean over an axis or all",
-    .dtypes = OPF_DT_FLOAT,
-    RED_INPUT(OPF_IN_DIFF),
-    .n_out = 1,
-    .out = {"y"},
-    RED_PARAMS,
-    RED_SHAPES,
-    .infer = mean_infer,
-    .forward = mean_forward,
-    .backward = mean_backward,
-    .reference = mean_reference,
-    .flops = mean_flops,
-    .bytes = sum_bytes,
+    RED_OP(mean, OPF_DT_FLOAT, "arithmetic mean over an axis or all"),
+    RED_INPUT(OPF_IN_DIFF), .out = {"y"}, RED_PARAMS, RED_SHAPES,
+    .backward = mean_backward, .flops = mean_flops, .bytes = mean_bytes,
 };
 
 OPPERF_OP(max) = {
-    .abi = OPF_OP_ABI,
-    .name = "max",
-    .category = "reduction",
-    .summary = "maximum over an axis or all (gradient to the first maximal element)",
-    .dtypes = OPF_DT_ALL,
-    RED_INPUT(OPF_IN_DIFF),
-    .n_out = 1,
-    .out = {"y"},
-    RED_PARAMS,
-    RED_SHAPES,
-    .infer = max_infer,
-    .forward = max_forward,
-    .backward = max_backward,
-    .reference = max_reference,
-    .flops = max_flops,
-    .bytes = max_bytes,
+    RED_OP(max, OPF_DT_ALL, "maximum over an axis or all (gradient to the first maximal element)"),
+    RED_INPUT(OPF_IN_DIFF), .out = {"y"}, RED_PARAMS, RED_SHAPES,
+    .backward = max_backward, .flops = max_flops, .bytes = max_bytes,
+};
+
+OPPERF_OP(min) = {
+    RED_OP(min, OPF_DT_ALL, "minimum over an axis or all (gradient to the first minimal element)"),
+    RED_INPUT(OPF_IN_DIFF), .out = {"y"}, RED_PARAMS, RED_SHAPES,
+    .backward = min_backward, .flops = min_flops, .bytes = min_bytes,
 };
 
 OPPERF_OP(argmax) = {
-    .abi = OPF_OP_ABI,
-    .name = "argmax",
-    .category = "reduction",
-    .summary = "int64 index of the first maximum over an axis (flat index for 'all')",
-    .dtypes = OPF_DT_ALL,
-    RED_INPUT(0),
-    .n_out = 1,
-    .out = {"indices"},
-    RED_PARAMS,
+    RED_OP(argmax, OPF_DT_ALL, "int64 index of the first maximum over an axis (flat index for 'all')"),
+    RED_INPUT(0), .out = {"indices"}, RED_PARAMS, RED_SHAPES,
+    .flops = arg_flops, .bytes = opf_default_bytes,
+};
+
+/* argmin is catalogued with sorting and searching; it shares argmax's kernels and rules. */
+OPPERF_OP(argmin) = {
+    .abi = OPF_OP_ABI, .name = "argmin", .category = "sort", .dtypes = OPF_DT_ALL, .n_out = 1,
+    .summary = "int64 index of the first minimum over an axis (flat index for 'all')",
+    .infer = argmin_infer, .forward = argmin_forward, .reference = argmin_reference,
+    RED_INPUT(0), .out = {"indices"}, RED_PARAMS, RED_SHAPES,
+    .flops = arg_flops, .bytes = opf_default_bytes,
+};
+
+OPPERF_OP(prod) = {
+    RED_OP(prod, OPF_DT_ALL, "product over an axis or all (integers wrap; gradient exact with zeros)"),
+    RED_INPUT_FILL(OPF_IN_DIFF, 0, 0, fill_near_one), .out = {"y"}, RED_PARAMS, RED_SHAPES,
+    .backward = prod_backward, .flops = prod_flops, .bytes = prod_bytes,
+};
+
+OPPERF_OP(nansum) = {
+    RED_OP(nansum, OPF_DT_FLOAT, "sum treating NaN as 0 (inputs hold ~5% NaN)"),
+    RED_INPUT_FILL(OPF_IN_DIFF, -4, 4, fill_nan), .out = {"y"}, RED_PARAMS, RED_SHAPES,
+    .backward = nansum_backward, .flops = nansum_flops, .bytes = nansum_bytes,
+};
+
+OPPERF_OP(nanprod) = {
+    RED_OP(nanprod, OPF_DT_FLOAT, "product treating NaN as 1 (inputs near 1 with ~5% NaN)"),
+    RED_INPUT_FILL(OPF_IN_DIFF, OPF_RED_NEAR_ONE_LO, OPF_RED_NEAR_ONE_HI, fill_near_one), .out = {"y"},
+    RED_PARAMS, RED_SHAPES,
+    .backward = nanprod_backward, .flops = nanprod_flops, .bytes = nanprod_bytes,
+};
+
+OPPERF_OP(norm) = {
+    RED_OP(norm, OPF_DT_FLOAT, "vector norm over an axis or all: L1 sum |x| or L2 sqrt(sum x^2)"),
+    RED_INPUT(OPF_IN_DIFF), .out = {"y"},
+    .n_params = 3,
+    .params = {RED_AXIS_PARAM, RED_KEEPDIMS_PARAM,
+               {.name = "ord", .type = OPF_P_ENUM, .def = 1, .choices = "l1|l2",
+                .help = "l1: sum of |x|; l2: Euclidean norm (the default)"}},
     RED_SHAPES,
-    .infer = argmax_infer,
-    .forward = argmax_forward,
-    .reference = argmax_reference,
-    .flops = argmax_flops,
-    .bytes = opf_default_bytes,
+    .backward = norm_backward, .flops = norm_flops, .bytes = norm_bytes,
+};
+
+#define RED_DDOF_PARAM                                                                        \
+  {.name = "ddof", .type = OPF_P_INT, .def = 0, .min = 0, .max = 1000000,                     \
+   .help = "delta degrees of freedom: divide by n - ddof (0: population, 1: sample)"}
+
+OPPERF_OP(var) = {
+    RED_OP(var, OPF_DT_FLOAT, "variance over an axis or all: sum (x - mean)^2 / (n - ddof)"),
+    RED_INPUT(OPF_IN_DIFF), .out = {"y"},
+    .n_params = 3, .params = {RED_AXIS_PARAM, RED_KEEPDIMS_PARAM, RED_DDOF_PARAM},
+    RED_SHAPES,
+    .backward = var_backward, .flops = var_flops, .bytes = var_bytes,
+};
+
+OPPERF_OP(std) = {
+    RED_OP(std, OPF_DT_FLOAT, "standard deviation over an axis or all: sqrt(var) with ddof"),
+    RED_INPUT(OPF_IN_DIFF), .out = {"y"},
+    .n_params = 3, .params = {RED_AXIS_PARAM, RED_KEEPDIMS_PARAM, RED_DDOF_PARAM},
+    RED_SHAPES,
+    .backward = std_backward, .flops = std_flops, .bytes = std_bytes,
+};
+
+OPPERF_OP(logsumexp) = {
+    RED_OP(logsumexp, OPF_DT_FLOAT, "log(sum(exp(x))) over an axis or all, computed stably"),
+    RED_INPUT(OPF_IN_DIFF), .out = {"y"}, RED_PARAMS, RED_SHAPES,
+    .backward = logsumexp_backward, .flops = logsumexp_flops, .bytes = logsumexp_bytes,
+};
+
+OPPERF_OP(all) = {
+    RED_OP(all, OPF_DT_ALL | OPF_DT_BOOL, "bool: every element nonzero (NaN counts as nonzero)"),
+    RED_INPUT_FILL(0, 0, 0, fill_logic), .out = {"y"}, RED_PARAMS, RED_SHAPES,
+    .flops = all_flops, .bytes = all_bytes,
+};
+
+OPPERF_OP(any) = {
+    RED_OP(any, OPF_DT_ALL | OPF_DT_BOOL, "bool: some element nonzero (NaN counts as nonzero)"),
+    RED_INPUT_FILL(0, 0, 0, fill_logic), .out = {"y"}, RED_PARAMS, RED_SHAPES,
+    .flops = any_flops, .bytes = any_bytes,
 };

@@ -41,6 +41,30 @@
 
 #define OPF_RED_INLINE static inline __attribute__((always_inline))
 
+/* Fold operations of the generic lane kernels (always compile-time constants, so every use
+ * compiles to its own straight vector loop). Add/multiply folds combine mapped elements in
+ * lanes of RL; extreme folds (max, min; any / all as the max / min of x != 0) keep RT lanes. */
+enum {
+  OPF_FOLD_ADD,    /* x */
+  OPF_FOLD_NANADD, /* NaN counts as 0 */
+  OPF_FOLD_ABSADD, /* |x| */
+  OPF_FOLD_SQADD,  /* x^2 */
+  OPF_FOLD_MUL,    /* x */
+  OPF_FOLD_NANMUL, /* NaN counts as 1 */
+  OPF_FOLD_MAX,
+  OPF_FOLD_MIN,
+  OPF_FOLD_ANY, /* max of (x != 0) */
+  OPF_FOLD_ALL  /* min of (x != 0) */
+};
+static inline int opf_fold_mul(int op) { return op == OPF_FOLD_MUL || op == OPF_FOLD_NANMUL; }
+static inline int opf_fold_id(int op) { return opf_fold_mul(op) ? 1 : 0; }
+static inline int opf_fold_min(int op) { return op == OPF_FOLD_MIN || op == OPF_FOLD_ALL; }
+/* Combine two values of an add/multiply fold; extreme folds: a strictly better than b (ties
+ * keep b, the earlier one), and the better of the two. */
+#define RED_COMB(op, a, b) (opf_fold_mul(op) ? (a) * (b) : (a) + (b))
+#define RED_BETTER(op, a, b) (opf_fold_min(op) ? (a) < (b) : (a) > (b))
+#define RED_PICK(op, a, b) (RED_BETTER(op, a, b) ? (a) : (b))
+
 /* A reduction (or softmax) over one axis of a contiguous tensor, as x[outer][n][inner];
  * axis "all" is (1, numel, 1). */
 typedef struct opf_rgeom {
@@ -98,6 +122,25 @@ static inline void opf_red_set_out(opf_case *c, opf_dtype dt, int axis, int all,
     }
   }
   opf_set_out(c, 0, dt, nd, shape);
+}
+
+/* Inputs of products (prod, nanprod, cumprod): floats in [0.99, 1.01) shifted by +1.67e-5 so
+ * that E[log x] = 0 and products of a million elements stay normal; integers odd in
+ * {-3, -1, 1, 3}, so products never collapse to 0 and wrap around instead. */
+#define OPF_RED_NEAR_ONE_LO 0.9900167
+#define OPF_RED_NEAR_ONE_HI 1.0100167
+static inline void opf_red_fill_near_one(opf_case *c, int i) {
+  opf_tensor *t = &c->in[i];
+  if (opf_dtype_is_float(t->dtype)) {
+    opf_fill_uniform(t, c->seed, (uint64_t)i, OPF_RED_NEAR_ONE_LO, OPF_RED_NEAR_ONE_HI);
+    return;
+  }
+  opf_fill_index(t, c->seed, (uint64_t)i, 4);
+  const int64_t n = opf_numel(t);
+  for (int64_t k = 0; k < n; k++) {
+    if (t->dtype == OPF_I32) ((int32_t *)t->data)[k] = 2 * ((int32_t *)t->data)[k] - 3;
+    else ((int64_t *)t->data)[k] = 2 * ((int64_t *)t->data)[k] - 3;
+  }
 }
 
 /* ---- per-dtype lane kernels (reduce_lanes.h is a template included once per dtype) ----

@@ -7,42 +7,125 @@
 #define RCAT_(a, b) RCAT2_(a, b)
 #define RFN(name) RCAT_(name, RSUF)
 
-/* Sum of x[0..n): 64 independent lanes, folded into RA totals every OPF_RED_BLK elements. */
-OPF_RED_INLINE RA RFN(opf_red_sum_row)(const RT *restrict x, int64_t n) {
-  RA s = 0;
+/* NaN test of the dtype (integers have none). */
+OPF_RED_INLINE int RFN(opf_red_isnan)(RT v) {
+#if RFLOAT
+  return isnan(v);
+#else
+  (void)v;
+  return 0;
+#endif
+}
+
+/* Map of an element into the lane type of a fold (op is a compile-time OPF_FOLD_*). */
+OPF_RED_INLINE RL RFN(opf_red_map)(const int op, RT v) {
+  switch (op) {
+  case OPF_FOLD_NANADD: return RFN(opf_red_isnan)(v) ? (RL)0 : (RL)v;
+  case OPF_FOLD_NANMUL: return RFN(opf_red_isnan)(v) ? (RL)1 : (RL)v;
+#if RFLOAT
+  case OPF_FOLD_ABSADD: return fabs(v);
+#endif
+  case OPF_FOLD_SQADD: return (RL)v * (RL)v;
+  default: return (RL)v;
+  }
+}
+
+/* Fold of x[0..n) by an add or multiply op: 64 independent RL lanes, folded into RA totals
+ * every OPF_RED_BLK elements (a float32 lane never combines more than ~64 terms). */
+OPF_RED_INLINE RA RFN(opf_red_fold_row)(const int op, const RT *restrict x, int64_t n) {
+  const RL id = (RL)opf_fold_id(op);
+  RA s = (RA)id;
   int64_t i = 0;
   if (n >= OPF_RED_LANES) {
-    RA tot[OPF_RED_LANES] = {0};
+    RA tot[OPF_RED_LANES];
+    for (int j = 0; j < OPF_RED_LANES; j++) tot[j] = (RA)id;
     while (i + OPF_RED_LANES <= n) {
       int64_t e = i + OPF_RED_BLK < n ? i + OPF_RED_BLK : n;
-      RL acc[OPF_RED_LANES] = {0};
+      RL acc[OPF_RED_LANES];
+      for (int j = 0; j < OPF_RED_LANES; j++) acc[j] = id;
       for (; i + OPF_RED_LANES <= e; i += OPF_RED_LANES)
-        for (int j = 0; j < OPF_RED_LANES; j++) acc[j] += (RL)x[i + j];
-      for (int j = 0; j < OPF_RED_LANES; j++) tot[j] += (RA)acc[j];
+        for (int j = 0; j < OPF_RED_LANES; j++)
+          acc[j] = RED_COMB(op, acc[j], RFN(opf_red_map)(op, x[i + j]));
+      for (int j = 0; j < OPF_RED_LANES; j++) tot[j] = RED_COMB(op, tot[j], (RA)acc[j]);
     }
     for (int h = OPF_RED_LANES / 2; h; h /= 2) /* pairwise fold of the lanes */
-      for (int j = 0; j < h; j++) tot[j] += tot[j + h];
+      for (int j = 0; j < h; j++) tot[j] = RED_COMB(op, tot[j], tot[j + h]);
     s = tot[0];
   }
-  for (; i < n; i++) s += (RA)(RL)x[i];
+  for (; i < n; i++) s = RED_COMB(op, s, (RA)RFN(opf_red_map)(op, x[i]));
   return s;
+}
+
+/* Sum of x[0..n) (integers: RL wrap-around, exact modulo 2^bits). */
+OPF_RED_INLINE RA RFN(opf_red_sum_row)(const RT *restrict x, int64_t n) {
+  return RFN(opf_red_fold_row)(OPF_FOLD_ADD, x, n);
+}
+
+/* Extreme ops: max, min, and any / all as the max / min of (x != 0). ext_map maps an element,
+ * ext_step folds one element into an accumulator with a single select (GCC 12 fails on nested
+ * selects of double for any / all). */
+OPF_RED_INLINE RT RFN(opf_red_ext_map)(const int op, RT v) {
+  if (op == OPF_FOLD_ANY || op == OPF_FOLD_ALL) return v != 0 ? (RT)1 : (RT)0;
+  return v;
+}
+OPF_RED_INLINE RT RFN(opf_red_ext_step)(const int op, RT acc, RT v) {
+  switch (op) {
+  case OPF_FOLD_ANY: return v != 0 ? (RT)1 : acc;
+  case OPF_FOLD_ALL: return v == 0 ? (RT)0 : acc;
+  default: return RED_PICK(op, v, acc);
+  }
+}
+
+/* Extreme of x[0..n), n >= 1. */
+OPF_RED_INLINE RT RFN(opf_red_ext_row)(const int op, const RT *restrict x, int64_t n) {
+  RT m = RFN(opf_red_ext_map)(op, x[0]);
+  int64_t i = 1;
+  if (n >= 2 * OPF_RED_LANES) {
+    RT acc[OPF_RED_LANES];
+    for (int j = 0; j < OPF_RED_LANES; j++) acc[j] = RFN(opf_red_ext_map)(op, x[j]);
+    for (i = OPF_RED_LANES; i + OPF_RED_LANES <= n; i += OPF_RED_LANES)
+      for (int j = 0; j < OPF_RED_LANES; j++) acc[j] = RFN(opf_red_ext_step)(op, acc[j], x[i + j]);
+    for (int h = OPF_RED_LANES / 2; h; h /= 2)
+      for (int j = 0; j < h; j++) acc[j] = RED_PICK(op, acc[j + h], acc[j]);
+    m = acc[0];
+  }
+  for (; i < n; i++) m = RFN(opf_red_ext_step)(op, m, x[i]);
+  return m;
 }
 
 /* Largest element of x[0..n), n >= 1. */
 OPF_RED_INLINE RT RFN(opf_red_max_row)(const RT *restrict x, int64_t n) {
-  RT m = x[0];
-  int64_t i = 1;
-  if (n >= 2 * OPF_RED_LANES) {
-    RT acc[OPF_RED_LANES];
-    for (int j = 0; j < OPF_RED_LANES; j++) acc[j] = x[j];
-    for (i = OPF_RED_LANES; i + OPF_RED_LANES <= n; i += OPF_RED_LANES)
-      for (int j = 0; j < OPF_RED_LANES; j++) acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];
+  return RFN(opf_red_ext_row)(OPF_FOLD_MAX, x, n);
+}
+
+/* Shifted sums of a row for the variance: s1 = sum (x - k), s2 = sum (x - k)^2, with k the
+ * line's first element (so the one-pass formula does not cancel catastrophically). Lanes as in
+ * opf_red_fold_row. */
+OPF_RED_INLINE void RFN(opf_red_var_row)(const RT *restrict x, int64_t n, RT k, RA *s1, RA *s2) {
+  RA a = 0, b = 0;
+  int64_t i = 0;
+  if (n >= OPF_RED_LANES) {
+    RA ta[OPF_RED_LANES] = {0}, tb[OPF_RED_LANES] = {0};
+    while (i + OPF_RED_LANES <= n) {
+      int64_t e = i + OPF_RED_BLK < n ? i + OPF_RED_BLK : n;
+      RL aa[OPF_RED_LANES] = {0}, ab[OPF_RED_LANES] = {0};
+      for (; i + OPF_RED_LANES <= e; i += OPF_RED_LANES)
+        for (int j = 0; j < OPF_RED_LANES; j++) {
+          const RL d = (RL)(x[i + j] - k);
+          aa[j] += d;
+          ab[j] += d * d;
+        }
+      for (int j = 0; j < OPF_RED_LANES; j++) ta[j] += (RA)aa[j], tb[j] += (RA)ab[j];
+    }
     for (int h = OPF_RED_LANES / 2; h; h /= 2)
-      for (int j = 0; j < h; j++) acc[j] = acc[j + h] > acc[j] ? acc[j + h] : acc[j];
-    m = acc[0];
+      for (int j = 0; j < h; j++) ta[j] += ta[j + h], tb[j] += tb[j + h];
+    a = ta[0], b = tb[0];
   }
-  for (; i < n; i++) m = x[i] > m ? x[i] : m;
-  return m;
+  for (; i < n; i++) {
+    const RA d = (RA)(x[i] - k);
+    a += d, b += d * d;
+  }
+  *s1 = a, *s2 = b;
 }
 
 /* First i in [0, n) with x[i] == v, v known to occur: vector compares 64 at a time, then a
@@ -59,39 +142,55 @@ OPF_RED_INLINE int64_t RFN(opf_red_find)(const RT *restrict x, int64_t n, RT v) 
   return 0;
 }
 
-/* Index of the first largest element of x[0..n), n >= 1. Chunks of OPF_RED_ACH elements (L1)
- * are max-reduced at full vector speed; only a chunk whose max beats the best so far (strict >,
- * so ties keep the earlier chunk) is searched for the first position of that max. */
-OPF_RED_INLINE int64_t RFN(opf_red_argmax_row)(const RT *restrict x, int64_t n, RT *best) {
+/* Index of the first extreme (op OPF_FOLD_MAX or MIN) of x[0..n), n >= 1. Chunks of
+ * OPF_RED_ACH elements (L1) are reduced at full vector speed; only a chunk whose extreme beats
+ * the best so far (strictly, so ties keep the earlier chunk) is searched for its first
+ * position. */
+OPF_RED_INLINE int64_t RFN(opf_red_arg_row)(const int op, const RT *restrict x, int64_t n,
+                                            RT *best) {
   RT bv = x[0];
   int64_t bi = 0;
   for (int64_t c0 = 0; c0 < n; c0 += OPF_RED_ACH) {
     const int64_t len = n - c0 < OPF_RED_ACH ? n - c0 : OPF_RED_ACH;
-    const RT cm = RFN(opf_red_max_row)(x + c0, len);
-    if (c0 == 0 || cm > bv) bv = cm, bi = c0 + RFN(opf_red_find)(x + c0, len, cm);
+    const RT cm = RFN(opf_red_ext_row)(op, x + c0, len);
+    if (c0 == 0 || RED_BETTER(op, cm, bv)) bv = cm, bi = c0 + RFN(opf_red_find)(x + c0, len, cm);
   }
   *best = bv;
   return bi;
 }
 
-/* Short rows (n < OPF_RED_SHORT, usually a compile-time constant): per-row max and RL sum of
- * nrows rows of n, and the expansion e[r*n + k] = v[r] of per-row values. */
-OPF_RED_INLINE void RFN(opf_red_short_max)(const RT *restrict x, int64_t nrows, const int64_t n,
-                                           RT *restrict m) {
+OPF_RED_INLINE int64_t RFN(opf_red_argmax_row)(const RT *restrict x, int64_t n, RT *best) {
+  return RFN(opf_red_arg_row)(OPF_FOLD_MAX, x, n, best);
+}
+
+/* Short rows (n < OPF_RED_SHORT, usually a compile-time constant): per-row fold (RL) or
+ * extreme of nrows rows of n, and the expansion e[r*n + k] = v[r] of per-row values. */
+OPF_RED_INLINE void RFN(opf_red_short_fold)(const int op, const RT *restrict x, int64_t nrows,
+                                            const int64_t n, RL *restrict s) {
   for (int64_t r = 0; r < nrows; r++) {
-    RT v = x[r * n];
-    for (int64_t k = 1; k < n; k++) v = x[r * n + k] > v ? x[r * n + k] : v;
+    RL v = RFN(opf_red_map)(op, x[r * n]);
+    for (int64_t k = 1; k < n; k++) v = RED_COMB(op, v, RFN(opf_red_map)(op, x[r * n + k]));
+    s[r] = v;
+  }
+}
+
+OPF_RED_INLINE void RFN(opf_red_short_ext)(const int op, const RT *restrict x, int64_t nrows,
+                                           const int64_t n, RT *restrict m) {
+  for (int64_t r = 0; r < nrows; r++) {
+    RT v = RFN(opf_red_ext_map)(op, x[r * n]);
+    for (int64_t k = 1; k < n; k++) v = RFN(opf_red_ext_step)(op, v, x[r * n + k]);
     m[r] = v;
   }
 }
 
+OPF_RED_INLINE void RFN(opf_red_short_max)(const RT *restrict x, int64_t nrows, const int64_t n,
+                                           RT *restrict m) {
+  RFN(opf_red_short_ext)(OPF_FOLD_MAX, x, nrows, n, m);
+}
+
 OPF_RED_INLINE void RFN(opf_red_short_sum)(const RT *restrict x, int64_t nrows, const int64_t n,
                                            RL *restrict s) {
-  for (int64_t r = 0; r < nrows; r++) {
-    RL v = (RL)x[r * n];
-    for (int64_t k = 1; k < n; k++) v += (RL)x[r * n + k];
-    s[r] = v;
-  }
+  RFN(opf_red_short_fold)(OPF_FOLD_ADD, x, nrows, n, s);
 }
 
 OPF_RED_INLINE void RFN(opf_red_expand)(const RT *restrict v, int64_t nrows, const int64_t n,
@@ -100,49 +199,98 @@ OPF_RED_INLINE void RFN(opf_red_expand)(const RT *restrict v, int64_t nrows, con
     for (int64_t k = 0; k < n; k++) e[r * n + k] = v[r];
 }
 
-/* acc[j] += sum over k < nr of x[k*ld + j], j < w <= OPF_RED_CB. Four rows per step; an RL
- * partial row is folded into acc every OPF_RED_RB rows. */
-OPF_RED_INLINE void RFN(opf_red_sum_cols)(const RT *restrict x, int64_t ld, int64_t nr, int64_t w,
-                                          RA *restrict acc) {
+/* acc[j] = op(acc[j], fold over k < nr of x[k*ld + j]), j < w <= OPF_RED_CB. Four rows per
+ * step; an RL partial row is folded into acc every OPF_RED_RB rows. */
+OPF_RED_INLINE void RFN(opf_red_fold_cols)(const int op, const RT *restrict x, int64_t ld,
+                                           int64_t nr, int64_t w, RA *restrict acc) {
   RL t[OPF_RED_CB];
+  const RL id = (RL)opf_fold_id(op);
   for (int64_t k0 = 0; k0 < nr; k0 += OPF_RED_RB) {
     int64_t k1 = k0 + OPF_RED_RB < nr ? k0 + OPF_RED_RB : nr, k = k0;
-    for (int64_t j = 0; j < w; j++) t[j] = 0;
+    for (int64_t j = 0; j < w; j++) t[j] = id;
     for (; k + 4 <= k1; k += 4) {
       const RT *a = x + k * ld, *b = a + ld, *c = b + ld, *d = c + ld;
-      for (int64_t j = 0; j < w; j++) t[j] += ((RL)a[j] + (RL)b[j]) + ((RL)c[j] + (RL)d[j]);
+      for (int64_t j = 0; j < w; j++)
+        t[j] = RED_COMB(op, t[j],
+                        RED_COMB(op, RED_COMB(op, RFN(opf_red_map)(op, a[j]), RFN(opf_red_map)(op, b[j])),
+                                 RED_COMB(op, RFN(opf_red_map)(op, c[j]), RFN(opf_red_map)(op, d[j]))));
     }
     for (; k < k1; k++)
-      for (int64_t j = 0; j < w; j++) t[j] += (RL)x[k * ld + j];
-    for (int64_t j = 0; j < w; j++) acc[j] += (RA)t[j];
+      for (int64_t j = 0; j < w; j++) t[j] = RED_COMB(op, t[j], RFN(opf_red_map)(op, x[k * ld + j]));
+    for (int64_t j = 0; j < w; j++) acc[j] = RED_COMB(op, acc[j], (RA)t[j]);
   }
 }
 
-/* acc[j] = max(acc[j], x[k*ld + j]) over k < nr, j < w. */
-OPF_RED_INLINE void RFN(opf_red_max_cols)(const RT *restrict x, int64_t ld, int64_t nr, int64_t w,
-                                          RT *restrict acc) {
+OPF_RED_INLINE void RFN(opf_red_sum_cols)(const RT *restrict x, int64_t ld, int64_t nr, int64_t w,
+                                          RA *restrict acc) {
+  RFN(opf_red_fold_cols)(OPF_FOLD_ADD, x, ld, nr, w, acc);
+}
+
+/* Shifted column sums for the variance: a1[j] += sum (x - k[j]), a2[j] += sum (x - k[j])^2. */
+OPF_RED_INLINE void RFN(opf_red_var_cols)(const RT *restrict x, int64_t ld, int64_t nr, int64_t w,
+                                          const RT *restrict kv, RA *restrict a1,
+                                          RA *restrict a2) {
+  RL t1[OPF_RED_CB], t2[OPF_RED_CB];
+  for (int64_t k0 = 0; k0 < nr; k0 += OPF_RED_RB) {
+    int64_t k1 = k0 + OPF_RED_RB < nr ? k0 + OPF_RED_RB : nr;
+    int64_t k = k0;
+    for (int64_t j = 0; j < w; j++) t1[j] = 0, t2[j] = 0;
+    for (; k + 4 <= k1; k += 4) { /* four rows per pass over the partial rows */
+      const RT *a = x + k * ld, *b = a + ld, *c = b + ld, *d = c + ld;
+      for (int64_t j = 0; j < w; j++) {
+        const RL da = (RL)(a[j] - kv[j]), db = (RL)(b[j] - kv[j]), dc = (RL)(c[j] - kv[j]),
+                 dd = (RL)(d[j] - kv[j]);
+        t1[j] += (da + db) + (dc + dd);
+        t2[j] += (da * da + db * db) + (dc * dc + dd * dd);
+      }
+    }
+    for (; k < k1; k++) {
+      const RT *r = x + k * ld;
+      for (int64_t j = 0; j < w; j++) {
+        const RL d = (RL)(r[j] - kv[j]);
+        t1[j] += d;
+        t2[j] += d * d;
+      }
+    }
+    for (int64_t j = 0; j < w; j++) a1[j] += (RA)t1[j], a2[j] += (RA)t2[j];
+  }
+}
+
+/* acc[j] = extreme(acc[j], x[k*ld + j]) over k < nr, j < w. */
+OPF_RED_INLINE void RFN(opf_red_ext_cols)(const int op, const RT *restrict x, int64_t ld,
+                                          int64_t nr, int64_t w, RT *restrict acc) {
   int64_t k = 0;
+  if (op == OPF_FOLD_ANY || op == OPF_FOLD_ALL) {
+    for (; k < nr; k++)
+      for (int64_t j = 0; j < w; j++) acc[j] = RFN(opf_red_ext_step)(op, acc[j], x[k * ld + j]);
+    return;
+  }
   for (; k + 4 <= nr; k += 4) {
     const RT *a = x + k * ld, *b = a + ld, *c = b + ld, *d = c + ld;
     for (int64_t j = 0; j < w; j++) {
-      RT p = a[j] > b[j] ? a[j] : b[j], q = c[j] > d[j] ? c[j] : d[j];
-      RT m = p > q ? p : q;
-      acc[j] = m > acc[j] ? m : acc[j];
+      RT p = RED_PICK(op, a[j], b[j]), q = RED_PICK(op, c[j], d[j]);
+      RT m = RED_PICK(op, p, q);
+      acc[j] = RED_PICK(op, m, acc[j]);
     }
   }
   for (; k < nr; k++)
-    for (int64_t j = 0; j < w; j++) acc[j] = x[k * ld + j] > acc[j] ? x[k * ld + j] : acc[j];
+    for (int64_t j = 0; j < w; j++) acc[j] = RED_PICK(op, x[k * ld + j], acc[j]);
 }
 
-/* Column argmax over rows k < nr (row index kbase + k), keeping the first maximum of each
- * column; init: start from these rows instead of the values already in bv/bi. Rows go in
- * chunks of about 16 KiB: the chunk's column max (vectorised max_cols); when some column beats
- * its best so far, a reverse scan of the chunk finds the first row holding each chunk max (the
- * last write wins) and the improved columns take it. All selects, no data-dependent branches
- * inside the loops. */
-OPF_RED_INLINE void RFN(opf_red_argmax_cols)(const RT *restrict x, int64_t ld, int64_t nr,
-                                             int64_t w, RT *restrict bv, int64_t *restrict bi,
-                                             int64_t kbase, int init) {
+OPF_RED_INLINE void RFN(opf_red_max_cols)(const RT *restrict x, int64_t ld, int64_t nr, int64_t w,
+                                          RT *restrict acc) {
+  RFN(opf_red_ext_cols)(OPF_FOLD_MAX, x, ld, nr, w, acc);
+}
+
+/* Column arg-extreme (op MAX or MIN) over rows k < nr (row index kbase + k), keeping the first
+ * extreme of each column; init: start from these rows instead of the values already in bv/bi.
+ * Rows go in chunks of about 16 KiB: the chunk's column extreme (vectorised ext_cols); when
+ * some column beats its best so far, a reverse scan of the chunk finds the first row holding
+ * each chunk extreme (the last write wins) and the improved columns take it. All selects, no
+ * data-dependent branches inside the loops. */
+OPF_RED_INLINE void RFN(opf_red_arg_cols)(const int op, const RT *restrict x, int64_t ld,
+                                          int64_t nr, int64_t w, RT *restrict bv,
+                                          int64_t *restrict bi, int64_t kbase, int init) {
   RT cm[OPF_RED_CB];
   int64_t ci[OPF_RED_CB];
   int64_t rows = (16384 / (int64_t)sizeof(RT)) / (w > 0 ? w : 1);
@@ -151,9 +299,9 @@ OPF_RED_INLINE void RFN(opf_red_argmax_cols)(const RT *restrict x, int64_t ld, i
     const int64_t k1 = k0 + rows < nr ? k0 + rows : nr;
     const int first = init && k0 == 0;
     memcpy(cm, x + k0 * ld, (size_t)w * sizeof(RT));
-    RFN(opf_red_max_cols)(x + (k0 + 1) * ld, ld, k1 - k0 - 1, w, cm);
+    RFN(opf_red_ext_cols)(op, x + (k0 + 1) * ld, ld, k1 - k0 - 1, w, cm);
     int any = first;
-    for (int64_t j = 0; j < w; j++) any |= cm[j] > bv[j];
+    for (int64_t j = 0; j < w; j++) any |= RED_BETTER(op, cm[j], bv[j]);
     if (!any) continue;
     for (int64_t j = 0; j < w; j++) ci[j] = kbase + k1 - 1;
     for (int64_t k = k1 - 2; k >= k0; k--) {
@@ -165,8 +313,8 @@ OPF_RED_INLINE void RFN(opf_red_argmax_cols)(const RT *restrict x, int64_t ld, i
       memcpy(bv, cm, (size_t)w * sizeof(RT));
       memcpy(bi, ci, (size_t)w * sizeof(int64_t));
     } else {
-      for (int64_t j = 0; j < w; j++) bi[j] = cm[j] > bv[j] ? ci[j] : bi[j];
-      for (int64_t j = 0; j < w; j++) bv[j] = cm[j] > bv[j] ? cm[j] : bv[j];
+      for (int64_t j = 0; j < w; j++) bi[j] = RED_BETTER(op, cm[j], bv[j]) ? ci[j] : bi[j];
+      for (int64_t j = 0; j < w; j++) bv[j] = RED_PICK(op, cm[j], bv[j]);
     }
   }
 }
@@ -277,6 +425,30 @@ OPF_RED_INLINE void RFN(opf_red_dot_cols)(const RT *restrict a, const RT *restri
     for (int64_t k = k0; k < k1; k++)
       for (int64_t j = 0; j < w; j++) t[j] += a[k * ld + j] * b[k * ld + j];
     for (int64_t j = 0; j < w; j++) acc[j] += t[j];
+  }
+}
+
+/* Online column log-sum-exp over rows k < nr: m[j] is the running max and s[j] the sum of
+ * exp(x - m[j]) so far (init: start from these rows). Chunks of about 16 KiB (in L1) get their
+ * column max first, the sums are rescaled by exp(old max - new max), and the chunk is summed
+ * from L1: one pass over memory with one exp per element. */
+OPF_RED_INLINE void RFN(opf_red_lse_cols)(const RT *restrict x, int64_t ld, int64_t nr,
+                                          int64_t w, RT *restrict m, double *restrict s,
+                                          int init) {
+  RT cm[OPF_RED_CB];
+  int64_t rows = (16384 / (int64_t)sizeof(RT)) / (w > 0 ? w : 1);
+  rows = rows < 2 ? 2 : rows > 64 ? 64 : rows;
+  for (int64_t k0 = 0; k0 < nr; k0 += rows) {
+    const int64_t k1 = k0 + rows < nr ? k0 + rows : nr;
+    const int first = init && k0 == 0;
+    memcpy(cm, first ? x + k0 * ld : m, (size_t)w * sizeof(RT));
+    RFN(opf_red_ext_cols)(OPF_FOLD_MAX, x + k0 * ld, ld, k1 - k0, w, cm);
+    if (first)
+      for (int64_t j = 0; j < w; j++) s[j] = 0;
+    else
+      for (int64_t j = 0; j < w; j++) s[j] *= (double)RFN(opf_red_exp)(m[j] - cm[j]);
+    memcpy(m, cm, (size_t)w * sizeof(RT));
+    RFN(opf_red_exp_sum_cols)(x + k0 * ld, NULL, ld, k1 - k0, w, m, s);
   }
 }
 

@@ -1,11 +1,12 @@
-/* transpose.c: axis permutation of a tensor: 2-D transpose / full axis reversal, and the 4-D
- * layout changes NCHW->NHWC and NHWC->NCHW, with the inverse permutation as gradient.
- * Every case reduces (after merging axes that stay adjacent) to a batch of strided 2-D
- * transposes, done in cache tiles with AVX-512 register micro-kernels (AVX2 / scalar
- * fallbacks), threaded over tiles; see the notes on aliasing strides and thin strips below. */
+/* transpose.c: the axis permutations: transpose (2-D / full axis reversal, 4-D NCHW<->NHWC),
+ * swapaxes, and depth_to_space / space_to_depth (a 6-D permutation of a reshaped NCHW tensor),
+ * each with the inverse permutation as gradient. Every case reduces (after merging axes that
+ * stay adjacent) to a batch of strided 2-D transposes, done in cache tiles with AVX-512
+ * register micro-kernels (AVX2 / scalar fallbacks), threaded over tiles; see the notes on
+ * aliasing strides and thin strips below. */
 #include <immintrin.h>
 
-#include "linalg/linalg.h"
+#include "shape/shape.h"
 
 enum { PERM_REVERSE = 0, PERM_NCHW2NHWC = 1, PERM_NHWC2NCHW = 2 };
 
@@ -119,35 +120,51 @@ TR_PLAIN(uint64_t, 8)
     for (int64_t r = 0; r < R; r++)                                                            \
       for (int64_t c = 0; c < C; c++) out[c * ldb + r] = in[r * C + c];                       \
   }                                                                                            \
+  /* n strips, the k-th at in + k*si and out + k*so: a batch of strips in one call */         \
   OPF_VEC static void tr_interleave_##sfx(const T *restrict in, int64_t lda, T *restrict out, \
-                                          int64_t R, int64_t C) {                              \
-    switch (R) {                                                                               \
-    case 2: tr_il_##sfx(in, lda, out, 2, C); break;                                            \
-    case 3: tr_il_##sfx(in, lda, out, 3, C); break;                                            \
-    case 4: tr_il_##sfx(in, lda, out, 4, C); break;                                            \
-    default: tr_il_##sfx(in, lda, out, R, C);                                                  \
-    }                                                                                          \
+                                          int64_t R, int64_t C, int64_t n, int64_t si,         \
+                                          int64_t so) {                                        \
+    for (int64_t k = 0; k < n; k++, in += si, out += so) switch (R) {                         \
+      case 2: tr_il_##sfx(in, lda, out, 2, C); break;                                          \
+      case 3: tr_il_##sfx(in, lda, out, 3, C); break;                                          \
+      case 4: tr_il_##sfx(in, lda, out, 4, C); break;                                          \
+      default: tr_il_##sfx(in, lda, out, R, C);                                                \
+      }                                                                                        \
   }                                                                                            \
   OPF_VEC static void tr_deinterleave_##sfx(const T *restrict in, T *restrict out, int64_t ldb, \
-                                            int64_t R, int64_t C) {                            \
-    switch (C) {                                                                               \
-    case 2: tr_dl_##sfx(in, out, ldb, R, 2); break;                                            \
-    case 3: tr_dl_##sfx(in, out, ldb, R, 3); break;                                            \
-    case 4: tr_dl_##sfx(in, out, ldb, R, 4); break;                                            \
-    default: tr_dl_##sfx(in, out, ldb, R, C);                                                  \
-    }                                                                                          \
+                                            int64_t R, int64_t C, int64_t n, int64_t si,       \
+                                            int64_t so) {                                      \
+    for (int64_t k = 0; k < n; k++, in += si, out += so) switch (C) {                         \
+      case 2: tr_dl_##sfx(in, out, ldb, R, 2); break;                                          \
+      case 3: tr_dl_##sfx(in, out, ldb, R, 3); break;                                          \
+      case 4: tr_dl_##sfx(in, out, ldb, R, 4); break;                                          \
+      default: tr_dl_##sfx(in, out, ldb, R, C);                                                \
+      }                                                                                        \
   }
 TR_THIN(uint32_t, 4)
 TR_THIN(uint64_t, 8)
 
+static int tr_thin(int64_t lda, int64_t ldb, int64_t R, int64_t C) {
+  return (R < 16 && ldb == R) || (C < 8 && lda == C);
+}
+
+/* n thin strips (tr_thin), the k-th at in + k*si and out + k*so (elements). */
+static void tr_strips(const void *in, int64_t lda, void *out, int64_t ldb, int64_t R, int64_t C,
+                      size_t es, int64_t n, int64_t si, int64_t so) {
+  if (R < 16 && ldb == R) {
+    if (es == 4) tr_interleave_4(in, lda, out, R, C, n, si, so);
+    else tr_interleave_8(in, lda, out, R, C, n, si, so);
+  } else if (es == 4) {
+    tr_deinterleave_4(in, out, ldb, R, C, n, si, so);
+  } else {
+    tr_deinterleave_8(in, out, ldb, R, C, n, si, so);
+  }
+}
+
 static void tr_plain(const void *in, int64_t lda, void *out, int64_t ldb, int64_t R, int64_t C,
                      size_t es) {
-  if (R < 16 && ldb == R) {
-    if (es == 4) tr_interleave_4(in, lda, out, R, C);
-    else tr_interleave_8(in, lda, out, R, C);
-  } else if (C < 8 && lda == C) {
-    if (es == 4) tr_deinterleave_4(in, out, ldb, R, C);
-    else tr_deinterleave_8(in, out, ldb, R, C);
+  if (tr_thin(lda, ldb, R, C)) {
+    tr_strips(in, lda, out, ldb, R, C, es, 1, 0, 0);
   } else if (es == 4) {
     tr_plain_4(in, lda, out, ldb, R, C);
   } else {
@@ -304,6 +321,12 @@ __attribute__((target("avx512f"))) static void tr_copy_avx512(char *dst, int64_t
   }
 }
 
+/* The same with streaming stores, for transposes beyond the LLC (see shp_streams). */
+static void tr_copy_stream(char *dst, int64_t ld, const char *src, int64_t ls, int64_t n,
+                           size_t bytes) {
+  for (int64_t j = 0; j < n; j++) shp_move(1, 1, dst + j * ld, src + j * ls, bytes);
+}
+
 static void tr_copy_memcpy(char *dst, int64_t ld, const char *src, int64_t ls, int64_t n,
                            size_t bytes) {
   for (int64_t j = 0; j < n; j++) memcpy(dst + j * ld, src + j * ls, bytes);
@@ -341,6 +364,7 @@ typedef struct {
   char *scratch;        /* buffered path: one tr_buf_bytes() slice per thread, else NULL */
   tr_block_fn block;
   tr_copy_fn copy;
+  int pf; /* prefetch the next tile's input rows */
 } tr_ctx;
 
 /* Element offsets of batch entry b in the input and the output. */
@@ -371,6 +395,14 @@ static void tr_units(int64_t lo, int64_t hi, void *p) {
     int64_t C = pl->C - c0 < x->tilec ? pl->C - c0 : x->tilec;
     const char *src = x->in + (size_t)(io + r0 * pl->lda + c0) * es;
     char *dst = x->out + (size_t)(oo + c0 * pl->ldb + r0) * es;
+    /* The next tile's rows, one line-run per row: tiles read short runs from rows far apart,
+     * which the hardware prefetcher does not follow (8192x8192 float32: 12 -> ? GB/s). */
+    if (x->pf && u + 1 < hi && (t + 1) % x->tr) {
+      const char *nsrc = src + (size_t)(x->tiler * pl->lda) * es;
+      int64_t nr = pl->R - r0 - x->tiler < x->tiler ? pl->R - r0 - x->tiler : x->tiler;
+      for (int64_t i = 0; i < nr; i++)
+        for (int64_t b = 0; b < C * (int64_t)es; b += 64) __builtin_prefetch(nsrc + (size_t)(i * pl->lda) * es + b);
+    }
     if (!x->scratch) {
       x->block(src, pl->lda, dst, pl->ldb, R, C, es);
       continue;
@@ -379,6 +411,39 @@ static void tr_units(int64_t lo, int64_t hi, void *p) {
     int64_t ld = tr_buf_ld(es);
     x->block(src, pl->lda, buf, ld, R, C, es);
     x->copy(dst, pl->ldb * (int64_t)es, buf, ld * (int64_t)es, C, (size_t)R * es);
+  }
+  if (x->copy == tr_copy_stream) shp_sfence();
+}
+
+/* Units [lo, hi) when each batch entry is one small transpose (the 2 x 56 strips of a
+ * depth_to_space): the batch offsets follow an odometer instead of divisions, and runs of
+ * thin strips along the innermost batch axis go to their kernel in one call. Per-unit
+ * overhead was most of the time there (~400 cycles for a 112-element strip). */
+static void tr_batch_units(int64_t lo, int64_t hi, void *p) {
+  const tr_ctx *x = p;
+  const tr_plan *pl = x->pl;
+  const size_t es = pl->es;
+  const int thin = tr_thin(pl->lda, pl->ldb, pl->R, pl->C), l = pl->nb - 1;
+  int64_t idx[OPF_MAX_DIMS], io, oo, rest = lo;
+  tr_batch_off(pl, lo, &io, &oo);
+  for (int k = l; k >= 0; k--) idx[k] = rest % pl->bn[k], rest /= pl->bn[k];
+  for (int64_t u = lo; u < hi;) {
+    const char *in = x->in + (size_t)io * es;
+    char *out = x->out + (size_t)oo * es;
+    int64_t n = 1;
+    if (thin && l >= 0) {
+      n = pl->bn[l] - idx[l] < hi - u ? pl->bn[l] - idx[l] : hi - u;
+      tr_strips(in, pl->lda, out, pl->ldb, pl->R, pl->C, es, n, pl->bin[l], pl->bout[l]);
+    } else {
+      x->block(in, pl->lda, out, pl->ldb, pl->R, pl->C, es);
+    }
+    u += n;
+    for (int k = l; k >= 0; k--) { /* advance the odometer by n (only the last axis moves > 1) */
+      int64_t step = k == l ? n : 1;
+      io += step * pl->bin[k], oo += step * pl->bout[k], idx[k] += step;
+      if (idx[k] < pl->bn[k]) break;
+      io -= pl->bn[k] * pl->bin[k], oo -= pl->bn[k] * pl->bout[k], idx[k] = 0;
+    }
   }
 }
 
@@ -392,9 +457,12 @@ static void tr_run(const void *src, void *dst, int ndim, const int64_t *shape, c
   if (n == 0) return;
   int par = n >= OPF_PAR_MIN && omp_get_max_threads() > 1;
   tr_ctx x = {&pl, src, dst, TR_TILE, TR_TILE, 0, 0, NULL, tr_block_pick(),
-              __builtin_cpu_supports("avx512f") ? tr_copy_avx512 : tr_copy_memcpy};
-  /* The buffered path needs a scratch slice for every thread that may run. */
-  if (tr_aliased(&pl) && scratch && scratch_threads >= (par ? omp_get_max_threads() : 1)) {
+              __builtin_cpu_supports("avx512f") ? tr_copy_avx512 : tr_copy_memcpy, 0};
+  /* The buffered path needs a scratch slice for every thread that may run. Thin strips write
+   * at most 7 rows at a time, which L1 holds whatever their stride: they skip it (the 28 x 2
+   * strips of a space_to_depth ran 4x slower through the buffer). */
+  const int thin = tr_thin(pl.lda, pl.ldb, pl.R, pl.C);
+  if (!thin && tr_aliased(&pl) && scratch && scratch_threads >= (par ? omp_get_max_threads() : 1)) {
     x.scratch = scratch;
     x.tiler = TR_BUF_ROWS, x.tilec = TR_BUF_COLS_BYTES / (int64_t)es;
   }
@@ -404,15 +472,119 @@ static void tr_run(const void *src, void *dst, int ndim, const int64_t *shape, c
   if (!x.scratch && pl.C < 8) x.tilec = pl.C, x.tiler = TR_CHUNK / pl.C / 64 * 64;
   if (pl.rows) x.tr = 1, x.tc = (pl.C + TR_CHUNK - 1) / TR_CHUNK;
   else x.tr = (pl.R + x.tiler - 1) / x.tiler, x.tc = (pl.C + x.tilec - 1) / x.tilec;
+  /* Runs of thin strips are called along the innermost batch axis: make that the longest
+   * axis whose strips start at most 4 KiB apart, so calls are long and reads stay streams
+   * (space_to_depth's (N, C*H', b) batch runs along C*H', 1792 strips, instead of b, 2). */
+  if (thin && x.tr * x.tc == 1 && !pl.rows && pl.nb > 1) {
+    int best = pl.nb - 1;
+    for (int k = 0; k < pl.nb; k++)
+      if (pl.bn[k] > pl.bn[best] && pl.bin[k] * (int64_t)es <= 4096) best = k;
+    int64_t n = pl.bn[best], bi = pl.bin[best], bo = pl.bout[best];
+    for (int k = best; k < pl.nb - 1; k++)
+      pl.bn[k] = pl.bn[k + 1], pl.bin[k] = pl.bin[k + 1], pl.bout[k] = pl.bout[k + 1];
+    pl.bn[pl.nb - 1] = n, pl.bin[pl.nb - 1] = bi, pl.bout[pl.nb - 1] = bo;
+  }
+  x.pf = !pl.rows && pl.lda * (int64_t)es >= 4096 && n * (int64_t)es >= (64 << 20);
+  if (x.scratch && shp_streams(2.0 * (double)n * (double)es)) x.copy = tr_copy_stream;
   int64_t units = pl.nbatch * x.tr * x.tc;
-  opf_parallel_range(units, par ? 2 : units + 1, tr_units, &x);
+  opf_parallel_range(units, par ? 2 : units + 1,
+                     x.tr * x.tc == 1 && !x.scratch && !pl.rows ? tr_batch_units : tr_units, &x);
 }
 
-/* ---- the operator ---- */
+/* ---- the operators ----
+ * Each operator is a view: x reshaped to (nd, shape) and a permutation of those axes; the
+ * output is the permuted view, reshaped to the operator's output shape. */
+typedef void (*pm_view_fn)(const opf_case *c, int *nd, int64_t *shape, int *perm);
+
+enum { P_PERM = 0 };                  /* transpose */
+enum { P_AXIS1 = 0, P_AXIS2 = 1 };    /* swapaxes */
+enum { P_BLOCK = 0, P_MODE = 1 };     /* depth_to_space, space_to_depth */
+enum { MODE_DCR = 0, MODE_CRD = 1 };
+
+static void tr_view(const opf_case *c, int *nd, int64_t *shape, int *perm) {
+  *nd = c->in[0].ndim;
+  memcpy(shape, c->in[0].shape, sizeof(int64_t) * (size_t)*nd);
+  perm_of((int)c->p[P_PERM], *nd, perm);
+}
+
+static void swap_view(const opf_case *c, int *nd, int64_t *shape, int *perm) {
+  const int n = c->in[0].ndim, a = opf_axis(c->p[P_AXIS1], n), b = opf_axis(c->p[P_AXIS2], n);
+  *nd = n;
+  memcpy(shape, c->in[0].shape, sizeof(int64_t) * (size_t)n);
+  for (int k = 0; k < n; k++) perm[k] = k == a ? b : k == b ? a : k;
+}
+
+/* depth_to_space (ONNX): DCR views x as (N, b, b, C', H, W) -> (N, C', H, b, W, b); CRD as
+ * (N, C', b, b, H, W) -> (N, C', H, b, W, b). */
+static void d2s_view(const opf_case *c, int *nd, int64_t *shape, int *perm) {
+  const int64_t *x = c->in[0].shape, b = (int64_t)c->p[P_BLOCK], cc = x[1] / (b * b);
+  static const int dcr[6] = {0, 3, 4, 1, 5, 2}, crd[6] = {0, 1, 4, 2, 5, 3};
+  const int isd = (int)c->p[P_MODE] == MODE_DCR;
+  int64_t v[6] = {x[0], isd ? b : cc, b, isd ? cc : b, x[2], x[3]};
+  *nd = 6;
+  memcpy(shape, v, sizeof v);
+  memcpy(perm, isd ? dcr : crd, sizeof dcr);
+}
+
+/* space_to_depth, the inverse: x as (N, C, H', b, W', b) -> DCR (N, b, b, C, H', W') or
+ * CRD (N, C, b, b, H', W'). */
+static void s2d_view(const opf_case *c, int *nd, int64_t *shape, int *perm) {
+  const int64_t *x = c->in[0].shape, b = (int64_t)c->p[P_BLOCK];
+  static const int dcr[6] = {0, 3, 5, 1, 2, 4}, crd[6] = {0, 1, 3, 5, 2, 4};
+  int64_t v[6] = {x[0], x[1], x[2] / b, b, x[3] / b, b};
+  *nd = 6;
+  memcpy(shape, v, sizeof v);
+  memcpy(perm, (int)c->p[P_MODE] == MODE_DCR ? dcr : crd, sizeof dcr);
+}
+
+/* Scratch for the buffered path, when the forward or the backward plan needs it. */
+static size_t pm_ws_bytes(const opf_case *c, pm_view_fn view) {
+  int nd, perm[OPF_MAX_DIMS], inv[OPF_MAX_DIMS];
+  int64_t shape[OPF_MAX_DIMS], pshape[OPF_MAX_DIMS];
+  view(c, &nd, shape, perm);
+  for (int k = 0; k < nd; k++) pshape[k] = shape[perm[k]], inv[perm[k]] = k;
+  size_t es = opf_dtype_size(c->dtype);
+  tr_plan fwd, bwd;
+  tr_plan_make(&fwd, nd, shape, perm, es);
+  tr_plan_make(&bwd, nd, pshape, inv, es);
+  return tr_aliased(&fwd) || tr_aliased(&bwd) ? (size_t)omp_get_max_threads() * tr_buf_bytes(es) : 0;
+}
+
+static int tr_scratch_threads(const opf_case *c) {
+  return c->ws ? (int)(c->ws_bytes / tr_buf_bytes(opf_dtype_size(c->dtype))) : 0;
+}
+
+/* Forward permutes x's view into y; backward applies the inverse permutation to g, whose view
+ * is the permuted shape. */
+static int pm_run(opf_case *c, pm_view_fn view, int bwd) {
+  int nd, perm[OPF_MAX_DIMS], inv[OPF_MAX_DIMS];
+  int64_t shape[OPF_MAX_DIMS], pshape[OPF_MAX_DIMS];
+  view(c, &nd, shape, perm);
+  for (int k = 0; k < nd; k++) pshape[k] = shape[perm[k]], inv[perm[k]] = k;
+  if (!bwd)
+    tr_run(c->in[0].data, c->out[0].data, nd, shape, perm, opf_dtype_size(c->dtype), c->ws,
+           tr_scratch_threads(c));
+  else
+    tr_run(c->gout[0].data, c->gin[0].data, nd, pshape, inv, opf_dtype_size(c->dtype), c->ws,
+           tr_scratch_threads(c));
+  return OPF_OK;
+}
+
+/* Output shape: the permuted view (transpose, swapaxes), with ws for the buffered path. */
+static int pm_set_out(opf_case *c, pm_view_fn view) {
+  int nd, perm[OPF_MAX_DIMS];
+  int64_t shape[OPF_MAX_DIMS], pshape[OPF_MAX_DIMS];
+  view(c, &nd, shape, perm);
+  for (int k = 0; k < nd; k++) pshape[k] = shape[perm[k]];
+  opf_set_out(c, 0, c->dtype, nd, pshape);
+  c->ws_bytes = pm_ws_bytes(c, view);
+  return OPF_OK;
+}
+
 static int tr_infer(opf_case *c) {
   const opf_tensor *x = &c->in[0];
   static const char *names[] = {"reverse", "nchw2nhwc", "nhwc2nchw"};
-  int kind = (int)c->p[0], perm[OPF_MAX_DIMS];
+  int kind = (int)c->p[P_PERM], perm[OPF_MAX_DIMS];
   char sx[96];
   if (x->ndim < 0)
     return opf_case_error(c, OPF_EINVAL, "input 'x' needs a shape (e.g. x=1024x1024)");
@@ -421,60 +593,116 @@ static int tr_infer(opf_case *c) {
     return opf_case_error(c, OPF_EINVAL, "perm=%s needs a %s tensor, got x=%s (rank %d)",
                           names[kind], need ? "4-D" : "rank >= 2", opf_shape_str(x, sx, sizeof sx),
                           x->ndim);
-  perm_of(kind, x->ndim, perm);
-  int64_t shape[OPF_MAX_DIMS];
-  int inv[OPF_MAX_DIMS];
-  for (int k = 0; k < x->ndim; k++) shape[k] = x->shape[perm[k]], inv[perm[k]] = k;
-  opf_set_out(c, 0, c->dtype, x->ndim, shape);
-  /* scratch for the buffered path, when the forward or the backward plan needs it */
-  size_t es = opf_dtype_size(c->dtype);
-  tr_plan fwd, bwd;
-  tr_plan_make(&fwd, x->ndim, x->shape, perm, es);
-  tr_plan_make(&bwd, x->ndim, shape, inv, es);
-  if (tr_aliased(&fwd) || tr_aliased(&bwd))
-    c->ws_bytes = (size_t)omp_get_max_threads() * tr_buf_bytes(es);
+  return pm_set_out(c, tr_view);
+}
+
+static int swap_infer(opf_case *c) {
+  const opf_tensor *x = &c->in[0];
+  int rc = shp_need(c, 0, "x=1024x1024 axis1=0 axis2=1"), a;
+  if (rc || (rc = shp_axis(c, "axis1", c->p[P_AXIS1], x, x->ndim, &a)) ||
+      (rc = shp_axis(c, "axis2", c->p[P_AXIS2], x, x->ndim, &a)))
+    return rc;
+  return pm_set_out(c, swap_view);
+}
+
+static int nchw_need(opf_case *c) {
+  char s[96];
+  int rc = shp_need(c, 0, "x=32x64x56x56 block=2");
+  if (rc) return rc;
+  if (c->in[0].ndim != 4)
+    return opf_case_error(c, OPF_EINVAL, "%s needs a 4-D NCHW tensor, got x=%s (rank %d)",
+                          c->op->name, opf_shape_str(&c->in[0], s, sizeof s), c->in[0].ndim);
   return OPF_OK;
 }
 
-static int tr_scratch_threads(const opf_case *c) {
-  return c->ws ? (int)(c->ws_bytes / tr_buf_bytes(opf_dtype_size(c->dtype))) : 0;
-}
-
-static int tr_forward(opf_case *c) {
-  int perm[OPF_MAX_DIMS];
-  perm_of((int)c->p[0], c->in[0].ndim, perm);
-  tr_run(c->in[0].data, c->out[0].data, c->in[0].ndim, c->in[0].shape, perm,
-         opf_dtype_size(c->dtype), c->ws, tr_scratch_threads(c));
+static int d2s_infer(opf_case *c) {
+  const opf_tensor *x = &c->in[0];
+  const int64_t b = (int64_t)c->p[P_BLOCK];
+  char s[96];
+  int rc = nchw_need(c);
+  if (rc) return rc;
+  if (x->shape[1] % (b * b))
+    return opf_case_error(c, OPF_EINVAL, "depth_to_space with block=%lld needs channels divisible "
+                          "by %lld, got x=%s", (long long)b, (long long)(b * b),
+                          opf_shape_str(x, s, sizeof s));
+  int64_t shape[4] = {x->shape[0], x->shape[1] / (b * b), x->shape[2] * b, x->shape[3] * b};
+  opf_set_out(c, 0, c->dtype, 4, shape);
+  c->ws_bytes = pm_ws_bytes(c, d2s_view);
   return OPF_OK;
 }
 
-/* dx = g permuted back: the inverse permutation applied to g (shaped like the output). */
-static int tr_backward(opf_case *c) {
-  int perm[OPF_MAX_DIMS], inv[OPF_MAX_DIMS];
-  int nd = c->in[0].ndim;
-  perm_of((int)c->p[0], nd, perm);
-  for (int k = 0; k < nd; k++) inv[perm[k]] = k;
-  tr_run(c->gout[0].data, c->gin[0].data, nd, c->out[0].shape, inv, opf_dtype_size(c->dtype),
-         c->ws, tr_scratch_threads(c));
+static int s2d_infer(opf_case *c) {
+  const opf_tensor *x = &c->in[0];
+  const int64_t b = (int64_t)c->p[P_BLOCK];
+  char s[96];
+  int rc = nchw_need(c);
+  if (rc) return rc;
+  if (x->shape[2] % b || x->shape[3] % b)
+    return opf_case_error(c, OPF_EINVAL, "space_to_depth with block=%lld needs height and width "
+                          "divisible by it, got x=%s", (long long)b, opf_shape_str(x, s, sizeof s));
+  int64_t shape[4] = {x->shape[0], x->shape[1] * b * b, x->shape[2] / b, x->shape[3] / b};
+  opf_set_out(c, 0, c->dtype, 4, shape);
+  c->ws_bytes = pm_ws_bytes(c, s2d_view);
   return OPF_OK;
 }
 
-/* By the definition: every output element's multi-index, mapped through perm. */
+static int tr_forward(opf_case *c) { return pm_run(c, tr_view, 0); }
+static int tr_backward(opf_case *c) { return pm_run(c, tr_view, 1); }
+static int swap_forward(opf_case *c) { return pm_run(c, swap_view, 0); }
+static int swap_backward(opf_case *c) { return pm_run(c, swap_view, 1); }
+static int d2s_forward(opf_case *c) { return pm_run(c, d2s_view, 0); }
+static int d2s_backward(opf_case *c) { return pm_run(c, d2s_view, 1); }
+static int s2d_forward(opf_case *c) { return pm_run(c, s2d_view, 0); }
+static int s2d_backward(opf_case *c) { return pm_run(c, s2d_view, 1); }
+
+/* transpose and swapaxes by the definition: y's axis k is x's axis perm[k] (their views are
+ * x's own shape). */
+static int64_t pm_src(const opf_case *c, const int64_t *yi, pm_view_fn view) {
+  int perm[OPF_MAX_DIMS], nd;
+  int64_t shape[OPF_MAX_DIMS], f = 0;
+  view(c, &nd, shape, perm);
+  for (int k = 0; k < nd; k++) f += yi[k] * c->in[0].strides[perm[k]];
+  return f;
+}
+static int64_t tr_src(const opf_case *c, const int64_t *yi) { return pm_src(c, yi, tr_view); }
+static int64_t swap_src(const opf_case *c, const int64_t *yi) { return pm_src(c, yi, swap_view); }
 static int tr_reference(opf_case *c) {
-  const opf_tensor *x = &c->in[0], *y = &c->out[0];
-  int perm[OPF_MAX_DIMS], nd = x->ndim;
-  perm_of((int)c->p[0], nd, perm);
-  size_t es = opf_dtype_size(c->dtype);
-  int64_t n = opf_numel(y);
-  for (int64_t o = 0; o < n; o++) {
-    int64_t rem = o, src = 0;
-    for (int k = nd - 1; k >= 0; k--) {
-      int64_t i = rem % y->shape[k];
-      rem /= y->shape[k];
-      src += i * x->strides[perm[k]];
-    }
-    memcpy((char *)y->data + (size_t)o * es, (const char *)x->data + (size_t)src * es, es);
-  }
+  shp_ref_gather(c, tr_src, NULL);
+  return OPF_OK;
+}
+static int swap_reference(opf_case *c) {
+  shp_ref_gather(c, swap_src, NULL);
+  return OPF_OK;
+}
+
+/* depth_to_space and space_to_depth by the definition: the depth tensor's element
+ * (n, ch, h, w) with ch = (i*b + j)*C' + c (DCR) or c*b*b + i*b + j (CRD) is the space
+ * tensor's element (n, c, h*b + i, w*b + j). */
+static void ds_reference(opf_case *c, int to_space) {
+  const opf_tensor *deep = to_space ? &c->in[0] : &c->out[0];
+  const opf_tensor *space = to_space ? &c->out[0] : &c->in[0];
+  const int64_t b = (int64_t)c->p[P_BLOCK], N = deep->shape[0], CC = space->shape[1];
+  const int64_t H = deep->shape[2], W = deep->shape[3], HS = space->shape[2], WS = space->shape[3];
+  const size_t es = opf_dtype_size(c->dtype);
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t cc = 0; cc < CC; cc++)
+      for (int64_t i = 0; i < b; i++)
+        for (int64_t j = 0; j < b; j++)
+          for (int64_t h = 0; h < H; h++)
+            for (int64_t w = 0; w < W; w++) {
+              int64_t ch = (int)c->p[P_MODE] == MODE_DCR ? (i * b + j) * CC + cc : cc * b * b + i * b + j;
+              int64_t d = ((n * deep->shape[1] + ch) * H + h) * W + w;
+              int64_t sp = ((n * CC + cc) * HS + h * b + i) * WS + w * b + j;
+              char *dst = (char *)c->out[0].data + (to_space ? sp : d) * (int64_t)es;
+              memcpy(dst, (const char *)c->in[0].data + (to_space ? d : sp) * (int64_t)es, es);
+            }
+}
+static int d2s_reference(opf_case *c) {
+  ds_reference(c, 1);
+  return OPF_OK;
+}
+static int s2d_reference(opf_case *c) {
+  ds_reference(c, 0);
   return OPF_OK;
 }
 
@@ -483,17 +711,16 @@ static double tr_bytes(const opf_case *c, opf_pass p) {
   return lin_move_bytes(c, opf_numel(&c->in[0]), p);
 }
 
+#define PM_X(h) {.name = "x", .dtype = OPF_DT_CASE, .flags = OPF_IN_DIFF, .lo = -1, .hi = 1, .help = h}
+#define PM_COMMON                                                                           \
+  .abi = OPF_OP_ABI, .category = "shape", .dtypes = OPF_DT_ALL, .n_in = 1, .n_out = 1,      \
+  .out = {"y"}, .flops = lin_move_flops, .bytes = tr_bytes
+
 OPPERF_OP(transpose) = {
-    .abi = OPF_OP_ABI,
+    PM_COMMON,
     .name = "transpose",
-    .category = "shape",
     .summary = "axis permutation: 2-D transpose / axis reversal, NCHW<->NHWC",
-    .dtypes = OPF_DT_ALL,
-    .n_in = 1,
-    .in = {{.name = "x", .dtype = OPF_DT_CASE, .flags = OPF_IN_DIFF, .lo = -1, .hi = 1,
-            .help = "tensor to permute"}},
-    .n_out = 1,
-    .out = {"y"},
+    .in = {PM_X("tensor to permute")},
     .n_params = 1,
     .params = {{.name = "perm", .type = OPF_P_ENUM, .def = PERM_REVERSE,
                 .choices = "reverse|nchw2nhwc|nhwc2nchw",
@@ -521,11 +748,102 @@ OPPERF_OP(transpose) = {
                {"test", "x=1x70001"},
                {"test", "x=1024x1024"},
                {"test", "x=4x32x32x33 perm=nhwc2nchw"},
-               {"large", "x=8192x8192"}},
+               {"large", "x=8192x8192"},
+               {"huge", "x=46341x46341"}},
     .infer = tr_infer,
     .forward = tr_forward,
     .backward = tr_backward,
     .reference = tr_reference,
-    .flops = lin_move_flops,
-    .bytes = tr_bytes,
+};
+
+OPPERF_OP(swapaxes) = {
+    PM_COMMON,
+    .name = "swapaxes",
+    .summary = "exchange two axes",
+    .in = {PM_X("tensor whose axes are exchanged")},
+    .n_params = 2,
+    .params = {{.name = "axis1", .type = OPF_P_AXIS, .def = 0, .min = -OPF_MAX_DIMS,
+                .max = OPF_MAX_DIMS - 1, .help = "first axis (negative from the end)"},
+               {.name = "axis2", .type = OPF_P_AXIS, .def = 1, .min = -OPF_MAX_DIMS,
+                .max = OPF_MAX_DIMS - 1, .help = "second axis (negative from the end)"}},
+    .shapes = {{"standard", "x=1024x1024"},
+               {"standard", "x=32x64x56x56 axis1=2 axis2=3"},
+               {"standard", "x=32x64x56x56 axis1=1 axis2=3"},
+               {"skewed", "x=10000x10"},
+               {"skewed", "x=10x10000"},
+               {"skewed", "x=32x3x256x256 axis1=1 axis2=3"},
+               {"small", "x=16x16"},
+               {"small", "x=1x64"},
+               {"small", "x=37x3 axis1=-1 axis2=0"},
+               {"small", "x=2x3x4x5 axis1=1 axis2=3"},
+               {"small", "x=2x3x4 axis1=0 axis2=2"},
+               {"small", "x=3x4 axis1=1 axis2=1"},
+               {"test", "x=301x517"},
+               {"test", "x=5x67x3x45 axis1=1 axis2=3"},
+               {"test", "x=3x1024x1024 axis1=-1 axis2=-2"},
+               {"large", "x=8192x8192"},
+               {"huge", "x=46341x46341"}},
+    .infer = swap_infer,
+    .forward = swap_forward,
+    .backward = swap_backward,
+    .reference = swap_reference,
+};
+
+#define DS_PARAMS                                                                            \
+  .n_params = 2,                                                                             \
+  .params = {{.name = "block", .type = OPF_P_INT, .def = 2, .min = 1, .max = 1 << 20,        \
+              .help = "block size b: b*b channels per spatial block"},                       \
+             {.name = "mode", .type = OPF_P_ENUM, .def = MODE_DCR, .choices = "dcr|crd",    \
+              .help = "channel order in a block: dcr (ONNX default, TensorFlow) or crd "    \
+                      "(PyTorch pixel_shuffle)"}}
+
+OPPERF_OP(depth_to_space) = {
+    PM_COMMON,
+    .name = "depth_to_space",
+    .summary = "NCHW: move b*b channel groups into b x b spatial blocks (pixel shuffle)",
+    .in = {PM_X("NCHW tensor, channels divisible by block^2")},
+    DS_PARAMS,
+    .shapes = {{"standard", "x=32x64x56x56"},
+               {"standard", "x=32x64x56x56 mode=crd"},
+               {"skewed", "x=32x12x256x256"},
+               {"skewed", "x=1x1024x32x32 block=4"},
+               {"small", "x=2x8x3x5"},
+               {"small", "x=1x4x2x2 mode=crd"},
+               {"small", "x=2x9x2x3 block=3"},
+               {"small", "x=1x18x3x1 block=3 mode=crd"},
+               {"small", "x=2x3x4x5 block=1"},
+               {"test", "x=3x36x17x19 block=3"},
+               {"test", "x=2x16x61x67 block=4 mode=crd"},
+               {"test", "x=4x64x33x40"},
+               {"large", "x=16x64x256x256"},
+               {"huge", "x=8x260x1024x1024"}},
+    .infer = d2s_infer,
+    .forward = d2s_forward,
+    .backward = d2s_backward,
+    .reference = d2s_reference,
+};
+
+OPPERF_OP(space_to_depth) = {
+    PM_COMMON,
+    .name = "space_to_depth",
+    .summary = "NCHW: move b x b spatial blocks into b*b channel groups",
+    .in = {PM_X("NCHW tensor, height and width divisible by block")},
+    DS_PARAMS,
+    .shapes = {{"standard", "x=32x64x56x56"},
+               {"standard", "x=32x64x56x56 mode=crd"},
+               {"skewed", "x=32x3x256x256 block=4"},
+               {"skewed", "x=1x16x128x128 block=8"},
+               {"small", "x=2x2x6x4"},
+               {"small", "x=1x1x2x2 mode=crd"},
+               {"small", "x=2x3x6x3 block=3"},
+               {"small", "x=1x2x3x6 block=3 mode=crd"},
+               {"test", "x=3x4x51x57 block=3"},
+               {"test", "x=2x1x244x268 block=4 mode=crd"},
+               {"test", "x=4x64x66x80"},
+               {"large", "x=16x64x256x256"},
+               {"huge", "x=8x260x1024x1024"}},
+    .infer = s2d_infer,
+    .forward = s2d_forward,
+    .backward = s2d_backward,
+    .reference = s2d_reference,
 };

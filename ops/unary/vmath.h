@@ -150,4 +150,53 @@ VM_INLINE double vm_log(double x) {
   return vm_seld(vm_mask64(!(x >= 0.0)), __builtin_nan(""), r); /* x < 0 or NaN */
 }
 
+
+/* ---- rounding, sign and integer helpers (unary and rounding operators) ----
+ * floor, ceil, trunc and round are built on rint (round to nearest even in the default
+ * rounding mode), the one rounding builtin GCC vectorises without -fno-trapping-math
+ * (vroundps/vrndscaleps); the correction r -/+ 1 is exact and copysign restores the sign
+ * of zero results (ceil(-0.5) = -0.0). rint(x) - x is exact, and so is |x| - trunc(|x|). */
+#define VM_ROUNDING(T, S, RINT, COPYSIGN, ABS, SEL)                                            \
+  VM_INLINE T vm_rint_##S(T x) { return RINT(x); }                                            \
+  VM_INLINE T vm_floor_##S(T x) { T r = RINT(x); return r - SEL(r > x, (T)1, (T)0); }      \
+  VM_INLINE T vm_ceil_##S(T x) {                                                              \
+    T r = RINT(x);                                                                            \
+    return COPYSIGN(r + SEL(r < x, (T)1, (T)0), x);                                           \
+  }                                                                                           \
+  VM_INLINE T vm_trunc_##S(T x) { return COPYSIGN(vm_floor_##S(ABS(x)), x); }                 \
+  /* half away from zero, as C round: t = trunc(|x|), plus 1 when the rest is >= 1/2 (no     \
+   * x + 0.5, which rounds 0.49999999999999994 up) */                                          \
+  VM_INLINE T vm_round_##S(T x) {                                                             \
+    T a = ABS(x), t = vm_floor_##S(a);                                                        \
+    return COPYSIGN(t + SEL(a - t >= (T)0.5, (T)1, (T)0), x);                                 \
+  }                                                                                           \
+  /* NumPy's sign: -1, 0 or 1 (+0 for either zero), NaN for NaN */                            \
+  VM_INLINE T vm_sign_##S(T x) {                                                              \
+    return SEL(x != x, x, SEL(x > 0, (T)1, (T)0) - SEL(x < 0, (T)1, (T)0));                  \
+  }                                                                                           \
+  VM_INLINE T vm_neg_##S(T x) { return -x; }                                                  \
+  VM_INLINE T vm_sqr_##S(T x) { return x * x; }
+VM_ROUNDING(float, f32, __builtin_rintf, __builtin_copysignf, __builtin_fabsf, vm_self_if)
+VM_ROUNDING(double, f64, __builtin_rint, __builtin_copysign, __builtin_fabs, vm_seld_if)
+#undef VM_ROUNDING
+
+/* Integers wrap like NumPy's (two's complement): the arithmetic is done unsigned, so
+ * -INT_MIN and overflowing squares are defined; conversion back is modulo 2^N in GCC. */
+#define VM_INTEGER(T, U, S)                                                                   \
+  VM_INLINE T vm_abs_##S(T x) { return x < 0 ? (T)((U)0 - (U)x) : x; }                       \
+  VM_INLINE T vm_neg_##S(T x) { return (T)((U)0 - (U)x); }                                    \
+  VM_INLINE T vm_sqr_##S(T x) { return (T)((U)x * (U)x); }                                    \
+  VM_INLINE T vm_sign_##S(T x) { return (T)((x > 0) - (x < 0)); }
+VM_INTEGER(int32_t, uint32_t, i32)
+VM_INTEGER(int64_t, uint64_t, i64)
+#undef VM_INTEGER
+
+/* Type-generic forms: over float and double (VM_FP), also int32 and int64 (VM_TG). */
+#define VM_FP(fn, x) _Generic((x), float: vm_##fn##_f32, double: vm_##fn##_f64)(x)
+#define VM_TG(fn, x)                                                                          \
+  _Generic((x), float: vm_##fn##_f32, double: vm_##fn##_f64, int32_t: vm_##fn##_i32,          \
+           int64_t: vm_##fn##_i64)(x)
+VM_INLINE float vm_abs_f32(float x) { return __builtin_fabsf(x); }
+VM_INLINE double vm_abs_f64(double x) { return __builtin_fabs(x); }
+
 #endif

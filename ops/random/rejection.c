@@ -1,0 +1,251 @@
+/* rejection.c: random_gamma (Marsaglia-Tsang), poisson (inversion below lam 10, PTRS above) and
+ * negative_binomial (poisson of a gamma-distributed rate, as NumPy does). Rejection sampling
+ * does not vectorise as such, so each block of elements runs the first attempt (gamma: 95% and
+ * more accepted) or two (PTRS: 98%) of every element branch-free in vector lanes, then finishes
+ * the rejected few with the scalar sampler from rand_common.h that the references use: the same
+ * counters, so the same samples (up to last-bit differences of the vector math, which could flip
+ * an accept decision with probability around 1e-15). Small-lam poisson is a vectorised count
+ * over the CDF table instead. */
+#include "random/rand_common.h"
+
+#define RJ_BLOCK 256 /* elements per block: the per-block buffers stay in L1 */
+
+/* Samples of elements [k0, k0 + n) into v (n <= RJ_BLOCK); r draws for the scalar rest. */
+typedef void (*rj_fill_fn)(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, double *v);
+
+/* Elements [lo, hi) block by block, stored to the output dtype times scale. */
+static void rj_gen(const rc_ctx *g, rj_fill_fn fill, double scale, int64_t lo, int64_t hi, void *dst) {
+  double v[RJ_BLOCK];
+  opf_rng r = {.key = g->key};
+  const size_t es = opf_dtype_size(g->dt);
+  for (int64_t b = lo; b < hi; b += RJ_BLOCK) {
+    int64_t n = hi - b < RJ_BLOCK ? hi - b : RJ_BLOCK;
+    fill(g, &r, b, n, v);
+    rc_put((char *)dst + (size_t)(b - lo) * es, g->dt, v, n, scale);
+  }
+}
+#define RJ_GEN(NAME, SCALE)                                                                   \
+  static void NAME##_gen(const void *p, int64_t lo, int64_t hi, void *dst) {                  \
+    const rc_ctx *g = p;                                                                      \
+    rj_gen(g, NAME##_fill, SCALE, lo, hi, dst);                                               \
+  }
+
+/* ---- gamma(alpha, scale) ---- */
+/* Vector attempts for a block; ok[i] when one was accepted. */
+OPF_VEC static void gamma_try_block(const rc_gamma *restrict gm, uint64_t key, int64_t k0,
+                                    int64_t n, double *restrict v, int64_t *restrict ok) {
+  if (gm->alpha < 1)
+    for (int64_t i = 0; i < n; i++) v[i] = rc_gamma_try(gm, key, k0 + i, 0, 1, &ok[i]);
+  else
+    for (int64_t i = 0; i < n; i++) v[i] = rc_gamma_try(gm, key, k0 + i, 0, 0, &ok[i]);
+}
+
+/* Standard gamma samples (aux: the rc_gamma): vector attempts, scalar rest. */
+static void gamma_fill(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, double *v) {
+  int64_t ok[RJ_BLOCK]; /* lane-wide flags: int would split the loop (mixed widths) */
+  gamma_try_block(g->aux, g->key, k0, n, v, ok);
+  for (int64_t i = 0; i < n; i++)
+    if (!ok[i]) v[i] = rc_gamma_draw(g->aux, r, k0 + i, 0);
+}
+RJ_GEN(gamma, g->b)
+
+static double gamma_ref1(const rc_ctx *g, opf_rng *r, int64_t k) {
+  return rc_gamma_draw(g->aux, r, k, 0) * g->b;
+}
+
+/* params: alpha, scale */
+static int gamma_infer(opf_case *c) {
+  if (!(c->p[RC_P_A] > 0) || !(c->p[RC_P_B] > 0))
+    return opf_case_error(c, OPF_EINVAL, "random_gamma needs alpha > 0 and scale > 0 (alpha=%g, scale=%g)",
+                          c->p[RC_P_A], c->p[RC_P_B]);
+  return rc_infer(c);
+}
+/* a = alpha, b = the scale applied to standard gamma samples, aux = the gamma's constants
+ * (negative_binomial: b = (1-p)/p, which makes the gamma the poisson's rate). */
+static rc_ctx gamma_ctx(const opf_case *c, rc_gamma *gm) {
+  const int nb = !strcmp(c->op->name, "negative_binomial");
+  *gm = rc_gamma_make(c->p[RC_P_A]);
+  rc_ctx g = rc_ctx_make(c, c->p[RC_P_A], nb ? (1.0 - c->p[RC_P_B]) / c->p[RC_P_B] : c->p[RC_P_B]);
+  g.aux = gm;
+  return g;
+}
+RC_ENTRIES(gamma, rc_gamma)
+
+/* ---- poisson(lam) ---- */
+typedef struct {
+  double cdf[RC_POIS_KMAX]; /* cdf[j] = P(X <= j), summed exactly as rc_poisson_draw does */
+  int J;                    /* cdf[j] stops changing from here on (plateau at 1 - eps) */
+  rc_ptrs ptrs;
+} pois_tab;
+
+static void pois_tab_make(pois_tab *t, double lam) {
+  double pk = exp(-lam), s = pk;
+  t->cdf[0] = s;
+  t->J = RC_POIS_KMAX;
+  for (int n = 1; n < RC_POIS_KMAX; n++) {
+    pk *= lam / n;
+    s += pk;
+    t->cdf[n] = s;
+    if (t->J == RC_POIS_KMAX && n > lam && s == t->cdf[n - 1]) t->J = n;
+  }
+  if (lam >= RC_PTRS_MIN) t->ptrs = rc_ptrs_make(lam);
+}
+
+/* Inversion for a block: X = #{j < KMAX : u > cdf[j]} (the CDF is non-decreasing, so this is
+ * where the sequential search stops), counted table entry by table entry across the block. */
+OPF_VEC static void pois_invert_block(const pois_tab *restrict t, uint64_t key, int64_t k0,
+                                      int64_t n, double *restrict v) {
+  double u[RJ_BLOCK];
+  for (int64_t i = 0; i < n; i++) {
+    u[i] = rc_u01(rc_bits(key, k0 + i, 0));
+    v[i] = (u[i] > t->cdf[t->J - 1]) * (double)(RC_POIS_KMAX - t->J);
+  }
+  for (int j = 0; j < t->J; j++) {
+    const double cj = t->cdf[j];
+    for (int64_t i = 0; i < n; i++) v[i] += u[i] > cj;
+  }
+}
+
+/* PTRS vector attempts for a block (squeeze and full test); ok[i] when one accepted. */
+OPF_VEC static void pois_ptrs_block(const rc_ptrs *restrict p, uint64_t key, int64_t k0,
+                                    int64_t n, double *restrict v, int64_t *restrict ok) {
+  const rc_ptrs pv = *p;
+  for (int64_t i = 0; i < n; i++) v[i] = rc_ptrs_try(&pv, key, k0 + i, 0, &ok[i]);
+}
+
+/* a = lam, aux = the pois_tab */
+static void poisson_fill(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, double *v) {
+  const pois_tab *t = g->aux;
+  int64_t ok[RJ_BLOCK];
+  if (g->a < RC_PTRS_MIN) {
+    pois_invert_block(t, g->key, k0, n, v);
+    return;
+  }
+  pois_ptrs_block(&t->ptrs, g->key, k0, n, v, ok);
+  for (int64_t i = 0; i < n; i++)
+    if (!ok[i]) v[i] = rc_poisson_draw(g->a, r, k0 + i, 0);
+}
+RJ_GEN(poisson, 1.0)
+
+static double poisson_ref1(const rc_ctx *g, opf_rng *r, int64_t k) {
+  return rc_poisson_draw(g->a, r, k, 0);
+}
+
+static int poisson_infer(opf_case *c) { return rc_infer(c); }
+static rc_ctx poisson_ctx(const opf_case *c, pois_tab *t) {
+  pois_tab_make(t, c->p[RC_P_A]);
+  rc_ctx g = rc_ctx_make(c, c->p[RC_P_A], 0);
+  g.aux = t;
+  return g;
+}
+RC_ENTRIES(poisson, pois_tab)
+
+/* ---- negative_binomial(n, p): poisson(gamma(n) * (1-p)/p); the gamma uses draws 0..127 of
+ * an element, the poisson draws 128..255. Each element has its own rate, so the poisson step
+ * runs both regimes in vector lanes: the inversion search for NB_STEPS steps (rates below 10)
+ * and the first PTRS attempts with per-element constants (rates from 10); lanes these do not
+ * settle go to the scalar sampler. ---- */
+#define NB_STEPS 24
+
+OPF_VEC static void nb_invert_block(uint64_t key, int64_t k0, int64_t n,
+                                    const double *restrict lam, double *restrict v,
+                                    int64_t *restrict ok) {
+  for (int64_t i = 0; i < n; i++) {
+    double l = lam[i], u = rc_u01(rc_bits(key, k0 + i, 128)), pk = vm_exp(-l), s = pk, cnt = 0;
+    for (int j = 1; j <= NB_STEPS; j++) { /* the sequential search, run to a fixed depth */
+      cnt += u > s;
+      pk *= l / j;
+      s += pk;
+    }
+    v[i] = cnt;
+    ok[i] = (l < RC_PTRS_MIN) & (cnt < NB_STEPS);
+  }
+}
+
+OPF_VEC static void nb_ptrs_block(uint64_t key, int64_t k0, int64_t n, const double *restrict lam,
+                                  double *restrict v, int64_t *restrict ok) {
+  for (int64_t i = 0; i < n; i++) {
+    const uint64_t small = vm_mask64(lam[i] < RC_PTRS_MIN); /* lanes the inversion owns */
+    const double l = vm_seld(small, RC_PTRS_MIN, lam[i]);
+    const rc_ptrs p = RC_PTRS_MAKE(l, rc_sqrt, vm_log);
+    int64_t acc;
+    double kd = rc_ptrs_try(&p, key, k0 + i, 128, &acc);
+    v[i] = vm_seld(small, v[i], kd);
+    ok[i] = (int64_t)((small & (uint64_t)ok[i]) | (~small & (uint64_t)acc));
+  }
+}
+
+/* a = n, b = (1-p)/p, aux = the gamma's constants (see gamma_ctx) */
+static void negative_binomial_fill(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, double *v) {
+  double lam[RJ_BLOCK];
+  int64_t ok[RJ_BLOCK], nbig = 0;
+  gamma_fill(g, r, k0, n, lam);
+  for (int64_t i = 0; i < n; i++) {
+    lam[i] *= g->b;
+    nbig += lam[i] >= RC_PTRS_MIN;
+  }
+  nb_invert_block(g->key, k0, n, lam, v, ok);
+  if (nbig) nb_ptrs_block(g->key, k0, n, lam, v, ok);
+  for (int64_t i = 0; i < n; i++)
+    if (!ok[i]) v[i] = rc_poisson_draw(lam[i], r, k0 + i, 128);
+}
+RJ_GEN(negative_binomial, 1.0)
+
+static double negative_binomial_ref1(const rc_ctx *g, opf_rng *r, int64_t k) {
+  return rc_poisson_draw(rc_gamma_draw(g->aux, r, k, 0) * g->b, r, k, 128);
+}
+
+/* params: n, p; b = (1 - p) / p scales the gamma into the poisson rate */
+static int negative_binomial_infer(opf_case *c) {
+  if (!(c->p[RC_P_A] > 0) || !(c->p[RC_P_B] > 0))
+    return opf_case_error(c, OPF_EINVAL, "negative_binomial needs n > 0 and 0 < p <= 1 (n=%g, p=%g)",
+                          c->p[RC_P_A], c->p[RC_P_B]);
+  return rc_infer(c);
+}
+#define negative_binomial_ctx gamma_ctx
+RC_ENTRIES(negative_binomial, rc_gamma)
+
+#define RJ_OP(NAME)                                                                           \
+  RC_COMMON, .infer = NAME##_infer, .forward = NAME##_forward, .reference = NAME##_reference
+
+OPPERF_OP(random_gamma) = {
+    RJ_OP(gamma),
+    .name = "random_gamma", /* "gamma" is the unary Gamma function */
+    .summary = "gamma samples with shape alpha and the given scale (Marsaglia-Tsang; "
+               "alpha < 1 boosted by u^(1/alpha))",
+    .dtypes = OPF_DT_FLOAT,
+    .n_params = 4,
+    .params = {CR_SHAPE_PARAM, RC_SEED_PARAM,
+               {.name = "alpha", .type = OPF_P_FLOAT, .def = 2, .min = 0, .max = 1e15,
+                .help = "shape (concentration) > 0"},
+               {.name = "scale", .type = OPF_P_FLOAT, .def = 1, .min = 0, .max = 1e300,
+                .help = "scale > 0 (mean alpha*scale)"}},
+    .shapes = RC_SETS("alpha=0.5"),
+};
+
+OPPERF_OP(poisson) = {
+    RJ_OP(poisson),
+    .name = "poisson",
+    .summary = "poisson samples with mean lam (table inversion below 10, PTRS above)",
+    .dtypes = OPF_DT_ALL,
+    .n_params = 3,
+    .params = {CR_SHAPE_PARAM, RC_SEED_PARAM,
+               {.name = "lam", .type = OPF_P_FLOAT, .def = 4, .min = 0, .max = 1e9,
+                .help = "mean (rate) >= 0"}},
+    .shapes = RC_SETS("lam=100"),
+};
+
+OPPERF_OP(negative_binomial) = {
+    RJ_OP(negative_binomial),
+    .name = "negative_binomial",
+    .summary = "negative binomial samples: failures before n successes of probability p "
+               "(poisson of a gamma rate)",
+    .dtypes = OPF_DT_ALL,
+    .n_params = 4,
+    .params = {CR_SHAPE_PARAM, RC_SEED_PARAM,
+               {.name = "n", .type = OPF_P_FLOAT, .def = 5, .min = 0, .max = 1e9,
+                .help = "number of successes > 0 (real values allowed)"},
+               {.name = "p", .type = OPF_P_FLOAT, .def = 0.5, .min = 0, .max = 1,
+                .help = "success probability in (0, 1]"}},
+    .shapes = RC_SETS("n=50 p=0.1"),
+};

@@ -1,0 +1,209 @@
+/* sort.c: sort and argsort along an axis (or the flattened input), ascending or descending,
+ * and sort's backward (the gradient permuted back). Lines are sorted as order-preserving
+ * unsigned keys: LSD radix with skipped constant digits (argsort of 4-byte dtypes sorts
+ * key << 32 | index words, so indices travel free), insertion sort for short lines; lines go to
+ * threads whole, each with its own workspace slot. */
+#include "sort/sort_common.h"
+
+typedef struct sort_ctx {
+  int desc, arg, bwd; /* bwd: scatter dy (gout) through the permutation into dx (gin) */
+} sort_ctx;
+
+/* Values only: keys without indices (half the bytes moved), stored back through the inverse
+ * key transform. */
+static void sort_values_line(const sort_ctx *s, const opf_case *c, const opf_rgeom *g,
+                             int64_t l, void *slot) {
+  const opf_dtype dt = c->dtype;
+  void *y = c->out[0].data;
+  const int64_t n = g->n, base = srt_at(g, l, 0), st = g->inner;
+  if (!srt_wide(dt) && n > SRT_BIG) { /* long line: key << 32 words, threaded MSD + LSD */
+    uint64_t *a = slot, *t = a + n;
+    srt_keys(c->in[0].data, dt, base, st, n, s->desc, 1, NULL, a);
+    srt_radix64_big(a, t, n, 32);
+    const uint32_t f = s->desc ? 0xffffffffu : 0;
+    for (int64_t k = 0; k < n; k++) srt_unkey32((uint32_t)(a[k] >> 32) ^ f, y, base + k * st, dt);
+    return;
+  }
+  if (!srt_wide(dt)) {
+    uint32_t *a = slot, *t = a + n;
+    srt_keys(c->in[0].data, dt, base, st, n, s->desc, 0, a, NULL);
+    if (n <= SRT_SMALL) srt_ins32(a, n);
+    else a = srt_radix32(a, t, n);
+    const uint32_t f = s->desc ? 0xffffffffu : 0;
+    for (int64_t k = 0; k < n; k++) srt_unkey32(a[k] ^ f, y, base + k * st, dt);
+    return;
+  }
+  uint64_t *a = slot, *t = a + n;
+  srt_keys(c->in[0].data, dt, base, st, n, s->desc, 0, NULL, a);
+  if (n <= SRT_SMALL) srt_ins64(a, n);
+  else if (n > SRT_BIG) srt_radix64_big(a, t, n, 0);
+  else a = srt_radix64(a, t, n, 0);
+  const uint64_t f = s->desc ? ~(uint64_t)0 : 0;
+  for (int64_t k = 0; k < n; k++) srt_unkey64(a[k] ^ f, y, base + k * st, dt);
+}
+
+/* argsort (indices out) or sort's backward (dx[perm[k]] = dy[k]). */
+static void sort_perm_line(const sort_ctx *s, const opf_case *c, const opf_rgeom *g,
+                           int64_t l, void *slot) {
+  uint64_t *kk = NULL;
+  uint32_t *vv = NULL;
+  const uint64_t *pk = srt_line_pairs(c, g, s->desc, l, slot, &kk, &vv);
+  const int64_t base = srt_at(g, l, 0), st = g->inner;
+  for (int64_t k = 0; k < g->n; k++) {
+    const int64_t src = pk ? (int64_t)(uint32_t)pk[k] : (int64_t)vv[k], at = base + k * st;
+    if (s->bwd) {
+      const int64_t to = base + src * st;
+      if (c->dtype == OPF_F32) ((float *)c->gin[0].data)[to] = ((const float *)c->gout[0].data)[at];
+      else ((double *)c->gin[0].data)[to] = ((const double *)c->gout[0].data)[at];
+    } else {
+      ((int64_t *)c->out[0].data)[at] = src;
+    }
+  }
+}
+
+static void sort_line(void *ctx, const opf_case *c, const opf_rgeom *g, int64_t l, void *slot) {
+  const sort_ctx *s = ctx;
+  if (s->arg || s->bwd) sort_perm_line(s, c, g, l, slot);
+  else sort_values_line(s, c, g, l, slot);
+}
+
+/* Line tensors of the walk: x, and y (forward) or dy and dx (backward); their bytes per line
+ * size the group buffers: the largest, the backward's three of the case dtype or argsort's
+ * x and int64 indices. */
+static srt_geom sort_geom(const opf_case *c) {
+  const int all = c->p[0] == OPF_AXIS_ALL;
+  const int64_t n = all ? opf_numel(&c->in[0]) : c->in[0].shape[opf_axis(c->p[0], c->in[0].ndim)];
+  const size_t es = opf_dtype_size(c->dtype), bpl = (size_t)n * (3 * es > es + 8 ? 3 * es : es + 8);
+  srt_geom s = srt_geom_make(c, 0, all ? 0 : opf_axis(c->p[0], c->in[0].ndim), bpl);
+  if (all) { /* the flattened input: one line */
+    s.g = opf_red_geom(&c->in[0], 0, 1);
+    s.nlines = 1, s.slots = 1;
+    s.slot = ((size_t)s.g.n * 32 + 63) / 64 * 64;
+  }
+  return s;
+}
+
+static int sort_run(opf_case *c, int arg, int bwd) {
+  const sort_ctx s = {c->p[1] != 0, arg, bwd};
+  const srt_geom sg = sort_geom(c);
+  if (sg.g.n == 0) return OPF_OK;
+  const int64_t n = sg.g.n;
+  const srt_lt fwd_lt[2] = {{&c->in[0], n, 0}, {&c->out[0], n, 1}};
+  const srt_lt bwd_lt[3] = {{&c->in[0], n, 0}, {&c->gout[0], n, 0}, {&c->gin[0], n, 1}};
+  srt_for_lines(&sg, c, sort_line, (void *)&s, bwd ? bwd_lt : fwd_lt, bwd ? 3 : 2);
+  return OPF_OK;
+}
+
+static int sort_forward(opf_case *c) { return sort_run(c, 0, 0); }
+static int argsort_forward(opf_case *c) { return sort_run(c, 1, 0); }
+/* The permutation is recomputed (the forward sorts keys only, the faster sort). */
+static int sort_backward(opf_case *c) {
+  if (!c->gin[0].data) return OPF_OK;
+  return sort_run(c, 1, 1);
+}
+
+static int sort_infer_kind(opf_case *c, int arg) {
+  if (c->in[0].ndim < 0) return OPF_OK;
+  int axis, all;
+  int rc = opf_red_axis(c, c->p[0], 1, &axis, &all);
+  if (rc) return rc;
+  const srt_geom s = sort_geom(c);
+  if (s.g.n > UINT32_MAX) {
+    char b[96];
+    return opf_case_error(c, OPF_EINVAL,
+                          "%s: a line of %lld elements (input 'x' %s) exceeds the 2^32 indices a sort supports",
+                          c->op->name, (long long)s.g.n, opf_shape_str(&c->in[0], b, sizeof b));
+  }
+  const int64_t numel = opf_numel(&c->in[0]);
+  if (all) opf_set_out(c, 0, arg ? OPF_I64 : c->dtype, 1, &numel);
+  else opf_set_out(c, 0, arg ? OPF_I64 : c->dtype, c->in[0].ndim, c->in[0].shape);
+  c->ws_bytes = s.slot * (size_t)s.slots;
+  return OPF_OK;
+}
+static int sort_infer(opf_case *c) { return sort_infer_kind(c, 0); }
+static int argsort_infer(opf_case *c) { return sort_infer_kind(c, 1); }
+
+/* Reference: each line's offsets merge-sorted by value (stable), values or positions out. */
+static int sort_reference_kind(opf_case *c, int arg) {
+  const srt_geom s = sort_geom(c);
+  return srt_ref_lines(c, &s.g, c->p[1] != 0, s.g.n, arg ? NULL : c->out[0].data,
+                       arg ? (int64_t *)c->out[0].data : NULL);
+}
+static int sort_reference(opf_case *c) { return sort_reference_kind(c, 0); }
+static int argsort_reference(opf_case *c) { return sort_reference_kind(c, 1); }
+
+/* Models: the comparison-sort work n log2 n per line (the radix sort does a few passes, but
+ * this is the figure sorts are compared by); the backward sorts again. Bytes: read x, write y
+ * (int64 for argsort); backward reads x and dy and writes dx. */
+static double sort_flops(const opf_case *c, opf_pass p) {
+  const srt_geom s = sort_geom(c);
+  const double n = (double)s.g.n, w = n > 1 ? (double)s.nlines * n * log2(n) : 0;
+  return opf_pass_sum(p, w, c->op->backward ? w : 0);
+}
+static double sort_bytes(const opf_case *c, opf_pass p) {
+  const double x = (double)opf_numel(&c->in[0]) * (double)opf_dtype_size(c->dtype);
+  const double y = (double)opf_numel(&c->out[0]) * (double)opf_dtype_size(c->out[0].dtype);
+  return opf_pass_sum(p, x + y, 3 * x);
+}
+
+#define SORT_PARAMS                                                                           \
+  .n_params = 2,                                                                              \
+  .params = {{.name = "axis", .type = OPF_P_AXIS, .def = -1, .min = -8, .max = 7,              \
+              .help = "axis to sort along (default -1, the last), or 'all': the flattened "    \
+                      "input, a 1-D output"},                                                 \
+             {.name = "descending", .type = OPF_P_BOOL, .def = 0,                             \
+              .help = "sort from largest to smallest (equal elements keep their order)"}}
+
+/* (the operators close the list: sort adds a huge entry) */
+#define SORT_SHAPES                                                                           \
+  .shapes = {{"standard", "x=1024x1024 axis=0"},  {"standard", "x=1024x1024 axis=1"},         \
+             {"standard", "x=1024x1024 axis=all"}, {"skewed", "x=10000x10 axis=0"},            \
+             {"skewed", "x=10000x10 axis=1"},      {"skewed", "x=10x10000 axis=0"},            \
+             {"skewed", "x=10x10000 axis=1"},      {"skewed", "x=10000x1 axis=0"},             \
+             {"skewed", "x=10000x1 axis=1"},       {"skewed", "x=100000x10 axis=0"},           \
+             {"skewed", "x=100000x10 axis=1"},     {"small", "x=16x16 axis=0"},                \
+             {"small", "x=16x16 axis=1 descending=true"}, {"small", "x=1x64"},                 \
+             {"small", "x=60x3 axis=0"},           {"small", "x=4x5x6 axis=1"},                \
+             {"small", "x=4x5x6 axis=all descending=true"}, {"test", "x=301x517 axis=0"},      \
+             {"test", "x=301x517 axis=1 descending=true"}, {"test", "x=301x517 axis=all"},     \
+             {"test", "x=3x1000x7 axis=1"},        {"large", "x=8192x8192 axis=0"},            \
+             {"large", "x=8192x8192 axis=1"}
+
+OPPERF_OP(sort) = {
+    .abi = OPF_OP_ABI,
+    .name = "sort",
+    .category = "sort",
+    .summary = "sorted values along an axis (radix sort of order-preserving keys; NaN last)",
+    .dtypes = OPF_DT_ALL,
+    .n_in = 1,
+    .in = {{.name = "x", .dtype = OPF_DT_CASE, .flags = OPF_IN_DIFF, .lo = -4, .hi = 4}},
+    .n_out = 1,
+    .out = {"y"},
+    SORT_PARAMS,
+    SORT_SHAPES, {"huge", "x=46341x46341 axis=1"}},
+    .infer = sort_infer,
+    .forward = sort_forward,
+    .backward = sort_backward,
+    .reference = sort_reference,
+    .flops = sort_flops,
+    .bytes = sort_bytes,
+};
+
+OPPERF_OP(argsort) = {
+    .abi = OPF_OP_ABI,
+    .name = "argsort",
+    .category = "sort",
+    .summary = "int64 positions that sort each line (stable: equal elements in index order)",
+    .dtypes = OPF_DT_ALL,
+    .n_in = 1,
+    .in = {{.name = "x", .dtype = OPF_DT_CASE, .lo = -4, .hi = 4}},
+    .n_out = 1,
+    .out = {"indices"},
+    SORT_PARAMS,
+    SORT_SHAPES}, /* no huge set: 2^31 int64 indices and the input exceed 24 GB */
+    .infer = argsort_infer,
+    .forward = argsort_forward,
+    .reference = argsort_reference,
+    .flops = sort_flops,
+    .bytes = sort_bytes,
+};
