@@ -13,7 +13,7 @@
 #define OPF_MAX_IN 6
 #define OPF_MAX_OUT 4
 #define OPF_MAX_PARAMS 12
-#define OPF_MAX_SETS 24     /* shape-set entries per operator */
+#define OPF_MAX_SETS 32     /* shape-set entries per operator */
 
 typedef enum opf_pass {
   OPF_PASS_FWD = 0,  /* forward (inference) */

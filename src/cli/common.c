@@ -34,10 +34,17 @@ int cli_category_matches(const char *category, const char *filter) {
 
 int cli_match_ops(const char *pattern, const opf_op **out, int max, int *n) {
   int found = 0, glob = strpbrk(pattern, "*?[") != NULL;
+  /* An operator's exact name wins over a category of the same name ("sort" the operator, not
+   * the sort category); "category:sort" asks for the category. */
+  const opf_op *exact = glob ? NULL : opf_op_find(pattern);
+  int force_cat = !strncmp(pattern, "category:", 9);
+  if (force_cat) pattern += 9;
   for (int i = 0; i < opf_op_count(); i++) {
     const opf_op *op = opf_op_at(i);
-    int hit = glob ? !fnmatch(pattern, op->name, 0) : !strcmp(op->name, pattern) ||
-                                                          cli_category_matches(op->category, pattern);
+    int hit = glob ? !fnmatch(pattern, op->name, 0)
+                   : exact ? op == exact
+                           : (!force_cat && !strcmp(op->name, pattern)) ||
+                                 cli_category_matches(op->category, pattern);
     if (!hit) continue;
     found++;
     int dup = 0;
