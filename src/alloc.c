@@ -22,31 +22,40 @@ static void peak_update(uint64_t live) {
   }
 }
 
-/* Large tensors on transparent huge pages (when the system's THP mode is "madvise", as on
- * Debian): 4 KiB pages make big transposes and gathers stall on TLB misses. The advice covers
- * the 2 MiB-aligned interior; pages are faulted in later, when the inputs are filled.
- * OPPERF_NO_HUGEPAGES=1 turns it off (to measure the effect). */
-static void advise_huge(void *p, size_t n) {
+/* Large tensors (4 MiB and more) start on a 2 MiB boundary and are advised onto transparent
+ * huge pages (Debian's THP mode is "madvise"): 4 KiB pages make big transposes and gathers
+ * stall on TLB misses. The alignment matters as much as the advice: at a random 4 KiB offset a
+ * 4 MiB tensor gets one or two huge pages depending on where mmap put it, which made the same
+ * case differ by ~15% from one process to the next. The block then begins 2 MiB before the
+ * payload (the header at its end; the space before it is never touched, so costs no memory).
+ * OPPERF_NO_HUGEPAGES=1 turns both off (to measure the effect). */
+#define HUGE_MIN ((size_t)4 << 20)
+#define HUGE_ALIGN ((size_t)2 << 20)
+
+static int huge_off(void) {
   static int off = -1;
   if (off < 0) off = getenv("OPPERF_NO_HUGEPAGES") && *getenv("OPPERF_NO_HUGEPAGES") == '1';
-  if (off || n < (4u << 20)) return;
-  uintptr_t lo = ((uintptr_t)p + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1);
-  uintptr_t hi = ((uintptr_t)p + n) & ~(uintptr_t)((2u << 20) - 1);
-  if (hi > lo) madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+  return off;
 }
 
+/* Header: requested bytes, then the block's start. */
 void *opf_alloc(size_t bytes) {
-  if (bytes > SIZE_MAX - 2 * HDR) return NULL;
-  size_t total = (bytes + HDR + OPF_ALIGN - 1) / OPF_ALIGN * OPF_ALIGN;
-  unsigned char *base = aligned_alloc(OPF_ALIGN, total);
+  if (bytes > SIZE_MAX - 2 * HUGE_ALIGN) return NULL;
+  int huge = bytes >= HUGE_MIN && !huge_off();
+  size_t lead = huge ? HUGE_ALIGN : HDR;
+  size_t total = (bytes + lead + OPF_ALIGN - 1) / OPF_ALIGN * OPF_ALIGN;
+  if (huge) total = (total + HUGE_ALIGN - 1) / HUGE_ALIGN * HUGE_ALIGN;
+  unsigned char *base = aligned_alloc(huge ? HUGE_ALIGN : OPF_ALIGN, total);
   if (!base) return NULL;
-  advise_huge(base, total);
-  memcpy(base, &bytes, sizeof bytes);
+  unsigned char *p = base + lead;
+  if (huge) madvise(p, total - lead, MADV_HUGEPAGE);
+  memcpy(p - HDR, &bytes, sizeof bytes);
+  memcpy(p - HDR + sizeof bytes, &base, sizeof base);
   atomic_fetch_add_explicit(&g_bytes, bytes, memory_order_relaxed);
   atomic_fetch_add_explicit(&g_allocs, 1, memory_order_relaxed);
   uint64_t live = atomic_fetch_add_explicit(&g_live, bytes, memory_order_relaxed) + bytes;
   peak_update(live);
-  return base + HDR;
+  return p;
 }
 
 void *opf_calloc(size_t n, size_t size) {
@@ -58,9 +67,10 @@ void *opf_calloc(size_t n, size_t size) {
 
 void opf_free(void *p) {
   if (!p) return;
-  unsigned char *base = (unsigned char *)p - HDR;
+  unsigned char *hdr = (unsigned char *)p - HDR, *base;
   size_t bytes;
-  memcpy(&bytes, base, sizeof bytes);
+  memcpy(&bytes, hdr, sizeof bytes);
+  memcpy(&base, hdr + sizeof bytes, sizeof base);
   atomic_fetch_add_explicit(&g_frees, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&g_live, bytes, memory_order_relaxed);
   free(base);

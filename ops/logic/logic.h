@@ -1,6 +1,7 @@
-/* logic.h: shared pieces of the comparison and logic operators (bool outputs): the unary
- * driver for logical_not, isnan, isinf and isfinite (kernels, infer, reference, models), and
- * the input generators that make the results non-trivial. Binary ones use binop.h directly. */
+/* logic.h: shared pieces of the comparison and logic operators (bool outputs): the binary
+ * operators' kernels and descriptors over binop.h, the unary driver for logical_not, isnan,
+ * isinf and isfinite (kernels, infer, reference, models), and the input generators that make
+ * the results non-trivial. */
 #ifndef OPPERF_LOGIC_H
 #define OPPERF_LOGIC_H
 
@@ -19,6 +20,24 @@
       for (int64_t k = 0; k < n; k++) y[k] = EL(x[k]);                                        \
     }                                                                                         \
   }
+
+/* A bool-output binary operator NAME from a type-generic element function EL (a macro):
+ * kernels for the numeric dtypes and bool, its references, bo_impl and entry points. Models:
+ * one operation per output element; a and b read, one byte written. */
+#define LG_BINARY(NAME, EL)                                                                   \
+  BO_MAP_NUMERIC(fwd_##NAME, uint8_t, uint8_t, uint8_t, uint8_t, EL)                          \
+  BO_MAP(fwd_##NAME##_b8, uint8_t, uint8_t, EL)                                               \
+  static double ref_##NAME(double a, double b) { return EL(a, b); }                           \
+  static int64_t ref_##NAME##_i(int64_t a, int64_t b) { return EL(a, b); }                    \
+  static const bo_impl NAME##_impl = {                                                        \
+      .fwd = {fwd_##NAME##_f32, fwd_##NAME##_f64, fwd_##NAME##_i32, fwd_##NAME##_i64,         \
+              fwd_##NAME##_b8},                                                               \
+      .ref_f = ref_##NAME, .ref_i = ref_##NAME##_i, .fwd_ops = 1};                            \
+  BO_FWD_ENTRIES(NAME, NAME##_impl, bo_forward)
+#define LG_BINARY_OP(NAME, INPUT_A, INPUT_B, SUMMARY)                                         \
+  .abi = OPF_OP_ABI, .name = #NAME, .category = "logic", .summary = SUMMARY,                  \
+  .dtypes = OPF_DT_ALL | OPF_DT_BOOL, .n_in = 2, .in = {INPUT_A, INPUT_B}, .n_out = 1,        \
+  .out = {"y"}, .shapes = BO_SHAPES, .infer = bo_infer_bool, BO_FWD_HOOKS(NAME)
 
 typedef struct lg_unary {
   bc_kernel fwd[OPF_NDTYPES];     /* by input dtype */

@@ -192,6 +192,8 @@ int cli_isolate_run(int index, const opf_case *c, const char *set, const opf_pas
     st = OPF_ST_CRASHED;
     snprintf(msg, sizeof msg, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
   } else {
+    /* e.g. a sanitizer caught the fault and exited, or the kernel called exit() */
+    st = OPF_ST_CRASHED;
     snprintf(msg, sizeof msg, "the case's process exited with status %d before reporting",
              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   }

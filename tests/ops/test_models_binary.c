@@ -13,6 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "binary/binop.h" /* bo_ref_offset: an output index mapped into a broadcast input */
 #include "test_support.h"
 
 /* ---- golden models ---- */
@@ -25,7 +26,8 @@ static void check_model(const char *name, opf_dtype dt, const char *spec, double
   opf_err e;
   if (opf_case_init(&c, op, dt, spec, &e)) fail_msg("%s [%s]: %s", name, spec, e.msg);
   double f[OPF_NPASSES], b[OPF_NPASSES];
-  for (int p = 0; p < OPF_NPASSES; p++) f[p] = op->flops(&c, (opf_pass)p), b[p] = op->bytes(&c, (opf_pass)p);
+  for (int p = 0; p < OPF_NPASSES; p++)
+    f[p] = op->flops(&c, (opf_pass)p), b[p] = op->bytes(&c, (opf_pass)p);
   const int fwd_only = !op->backward;
   if (f[0] != ffwd || f[1] != fbwd || f[2] != ffwd + fbwd || b[0] != bfwd ||
       (!fwd_only && (b[1] != bbwd || b[2] != bfwd + bbwd)))
@@ -107,13 +109,15 @@ static void test_errors(void **state) {
   ts_expect_einval("isnan", "", "'x' needs a shape");
   check_rejected("hypot", OPF_I32, "a=4 b=4", OPF_EUNSUPPORTED, "does not support dtype");
   check_rejected("atan2", OPF_I64, "a=4 b=4", OPF_EUNSUPPORTED, "does not support dtype");
-  check_rejected("equal", OPF_BOOL, "a=4 b=4", OPF_EUNSUPPORTED, "does not support dtype");
+  check_rejected("isnan", OPF_BOOL, "x=4", OPF_EUNSUPPORTED, "does not support dtype");
   check_rejected("mod", OPF_BOOL, "a=4 b=4", OPF_EUNSUPPORTED, "does not support dtype");
   check_rejected("logical_not", OPF_F32, "y=16", OPF_ENOTFOUND, "no input or param 'y'");
-  /* bool is a case dtype of the logical operators */
+  /* bool is a case dtype of the logical operators and comparisons */
   opf_case c;
   opf_err e;
   if (opf_case_init(&c, ts_op("logical_and"), OPF_BOOL, "a=4x4 b=4", &e)) fail_msg("%s", e.msg);
+  assert_int_equal(c.out[0].dtype, OPF_BOOL);
+  if (opf_case_init(&c, ts_op("less"), OPF_BOOL, "a=4x4 b=()", &e)) fail_msg("%s", e.msg);
   assert_int_equal(c.out[0].dtype, OPF_BOOL);
 }
 
@@ -290,19 +294,6 @@ static void test_int_pow(void **state) {
 
 /* ---- gradients reduced over broadcast dims, at sizes above the parallel threshold, with 1
  * and 2 threads, against direct float64 sums of the analytic terms ---- */
-static int64_t bcast_index(const opf_tensor *t, const opf_tensor *y, int64_t i) {
-  int64_t off = 0, stride = 1;
-  for (int k = y->ndim - 1; k >= 0; k--) {
-    int64_t ik = i % y->shape[k];
-    i /= y->shape[k];
-    int kt = t->ndim - y->ndim + k;
-    if (kt < 0) break;
-    if (t->shape[kt] != 1) off += ik * stride;
-    stride *= t->shape[kt];
-  }
-  return off;
-}
-
 /* d/da (i = 0) or d/db (i = 1) of op at (a, b), times g. */
 static double term(const char *op, int i, double g, double a, double b) {
   if (!strcmp(op, "mod")) return i ? -g * floor(a / b) : g;
@@ -313,27 +304,33 @@ static double term(const char *op, int i, double g, double a, double b) {
   return (i ? b < a : a < b) ? g : a == b ? g / 2 : 0; /* minimum */
 }
 
+/* want = the gradient of input i of case c (float64, after forward) summed term by term. */
+static void direct_gradient(const opf_case *c, int i, opf_tensor *want) {
+  const opf_tensor *y = &c->out[0];
+  const double *g = c->gout[0].data, *a = c->in[0].data, *b = c->in[1].data;
+  opf_err e;
+  opf_tensor_set_shape(want, OPF_F64, c->in[i].ndim, c->in[i].shape);
+  if (opf_tensor_alloc(want, &e)) fail_msg("%s", e.msg);
+  memset(want->data, 0, want->nbytes);
+  for (int64_t k = 0; k < opf_numel(y); k++) {
+    double t = term(c->op->name, i, g[k], a[bo_ref_offset(&c->in[0], y, k)],
+                    b[bo_ref_offset(&c->in[1], y, k)]);
+    ((double *)want->data)[bo_ref_offset(&c->in[i], y, k)] += t;
+  }
+}
+
 static void check_reduction(const char *name, const char *spec, int threads) {
-  const opf_op *op = ts_op(name);
   opf_case c;
   omp_set_num_threads(threads);
-  ts_case_ready(&c, op, OPF_F64, spec, 1, 5);
-  if (op->forward(&c) || op->backward(&c)) fail_msg("%s [%s]: %s", name, spec, c.err.msg);
-  const opf_tensor *y = &c.out[0];
-  const double *g = c.gout[0].data, *a = c.in[0].data, *b = c.in[1].data;
+  ts_case_ready(&c, ts_op(name), OPF_F64, spec, 1, 5);
+  if (c.op->forward(&c) || c.op->backward(&c)) fail_msg("%s [%s]: %s", name, spec, c.err.msg);
   for (int i = 0; i < 2; i++) {
-    int64_t nx = opf_numel(&c.in[i]), ny = opf_numel(y);
-    double *want = calloc((size_t)nx, sizeof *want);
-    for (int64_t k = 0; k < ny; k++)
-      want[bcast_index(&c.in[i], y, k)] +=
-          term(name, i, g[k], a[bcast_index(&c.in[0], y, k)], b[bcast_index(&c.in[1], y, k)]);
-    for (int64_t k = 0; k < nx; k++) {
-      double got = ((const double *)c.gin[i].data)[k];
-      if (!(fabs(got - want[k]) <= 1e-9 * (1 + fabs(want[k]))))
-        fail_msg("%s [%s] %d threads: d%c[%lld] = %.12g, want %.12g", name, spec, threads,
-                 "ab"[i], (long long)k, got, want[k]);
-    }
-    free(want);
+    opf_tensor want;
+    char msg[256];
+    direct_gradient(&c, i, &want);
+    if (ts_compare(&c.gin[i], &want, 1e-9, msg, sizeof msg))
+      fail_msg("%s [%s] %d threads: d%c %s", name, spec, threads, "ab"[i], msg);
+    opf_tensor_free(&want);
   }
   opf_case_release(&c);
 }
