@@ -1,10 +1,11 @@
 /* test_contract.c: the parts of the operator contract that the registered operators only use
  * indirectly: list params (parsing, ranges, defaults, canonical spec), in-place outputs (shared
- * storage, footprint, fill), bool inputs, and --random-shapes draws (valid for every registered
+ * storage, footprint, fill), bool inputs, large-tensor alignment, and --random-shapes draws (valid for every registered
  * operator, reproducible per seed). Uses a private test operator, not in the registry. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
@@ -102,6 +103,26 @@ static void test_inplace(void **state) {
   assert_int_equal(st.live_bytes, 0);
 }
 
+/* Tensors of 4 MiB and more start on a 2 MiB boundary (the same huge-page layout in every
+ * process); smaller ones keep the 64-byte alignment; the accounting is unchanged. */
+static void test_large_alignment(void **state) {
+  (void)state;
+  opf_alloc_stats a, b;
+  opf_alloc_stats_get(&a);
+  const size_t sizes[] = {0, 100, (size_t)4 << 20, ((size_t)5 << 20) + 12345};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    unsigned char *p = opf_alloc(sizes[i]);
+    assert_non_null(p);
+    assert_int_equal((uintptr_t)p % OPF_ALIGN, 0);
+    if (sizes[i] >= ((size_t)4 << 20)) assert_int_equal((uintptr_t)p % ((size_t)2 << 20), 0);
+    if (sizes[i]) p[0] = p[sizes[i] - 1] = 1; /* both ends are usable (ASan checks) */
+    opf_free(p);
+  }
+  opf_alloc_stats_get(&b);
+  assert_int_equal(b.live_bytes, a.live_bytes);
+  assert_int_equal(b.n_allocs - a.n_allocs, 4);
+}
+
 static void test_random_shapes(void **state) {
   (void)state;
   int failures = 0;
@@ -133,6 +154,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_list_params),
       cmocka_unit_test(test_inplace),
+      cmocka_unit_test(test_large_alignment),
       cmocka_unit_test(test_random_shapes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
