@@ -24,10 +24,11 @@ static void peak_update(uint64_t live) {
 
 /* Large tensors (4 MiB and more) start on a 2 MiB boundary and are advised onto transparent
  * huge pages (Debian's THP mode is "madvise"): 4 KiB pages make big transposes and gathers
- * stall on TLB misses. The alignment matters as much as the advice: at a random 4 KiB offset a
- * 4 MiB tensor gets one or two huge pages depending on where mmap put it, which made the same
- * case differ by ~15% from one process to the next. The block then begins 2 MiB before the
- * payload (the header at its end; the space before it is never touched, so costs no memory).
+ * stall on TLB misses. The alignment gives every process the same page layout: at a random
+ * 4 KiB offset a 4 MiB tensor gets one or two huge pages depending on where mmap put it. (It
+ * did not remove the run-to-run time shifts seen by `opperf compare` on the shared VM: those
+ * have other causes.) The block begins 2 MiB before the payload (the header at its end; the
+ * space before it is never touched, so costs no memory).
  * OPPERF_NO_HUGEPAGES=1 turns both off (to measure the effect). */
 #define HUGE_MIN ((size_t)4 << 20)
 #define HUGE_ALIGN ((size_t)2 << 20)
