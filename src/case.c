@@ -9,6 +9,7 @@
 
 #include "opperf/harness.h"
 #include "opperf/npy.h"
+#include "fused.h"
 
 int opf_case_error(opf_case *c, int code, const char *fmt, ...) {
   va_list ap;
@@ -250,8 +251,30 @@ static int wants_grad(const opf_case *c, int i) {
   return c->present[i] && (c->op->in[i].flags & OPF_IN_DIFF) && opf_dtype_is_float(c->in[i].dtype);
 }
 
+const char *opf_impl_name(int impl) { return impl == OPF_IMPL_UNFUSED ? "unfused" : "native"; }
+
+int opf_case_set_impl(opf_case *c, int impl, opf_err *err) {
+  if (impl == OPF_IMPL_UNFUSED) {
+    struct opf_chain *ch;
+    int rc = opf_chain_plan(c, &ch, err); /* reject a chain that does not fit the case now */
+    if (rc) return rc;
+    opf_chain_free(ch);
+  }
+  c->impl = impl;
+  return OPF_OK;
+}
+
 uint64_t opf_case_footprint(const opf_case *c, int with_grad) {
-  uint64_t total = c->ws_bytes;
+  uint64_t total = c->impl == OPF_IMPL_UNFUSED ? 0 : c->ws_bytes;
+  if (c->impl == OPF_IMPL_UNFUSED) {
+    struct opf_chain *ch;
+    opf_err e;
+    if (!opf_chain_plan(c, &ch, &e)) {
+      total = opf_chain_footprint(ch, with_grad);
+      opf_chain_free(ch);
+    }
+    if (total == UINT64_MAX) return total;
+  }
   int ovf = 0;
   for (int i = 0; i < c->op->n_in; i++) {
     if (!c->present[i]) continue;
@@ -287,7 +310,7 @@ int opf_case_alloc(opf_case *c, int with_grad, opf_err *err) {
       rc = opf_tensor_alloc(&c->out[i], err);
     }
   }
-  if (!rc && c->ws_bytes) {
+  if (!rc && c->ws_bytes && c->impl != OPF_IMPL_UNFUSED) { /* the chain's stages have their own */
     c->ws = opf_alloc(c->ws_bytes);
     if (!c->ws) rc = opf_err_set(err, OPF_ENOMEM, "cannot allocate %zu bytes of workspace",
                                  c->ws_bytes);
@@ -297,6 +320,10 @@ int opf_case_alloc(opf_case *c, int with_grad, opf_err *err) {
       if (opf_dtype_is_float(c->out[i].dtype)) rc = alloc_like(&c->gout[i], &c->out[i], err);
     for (int i = 0; i < op->n_in && !rc; i++)
       if (wants_grad(c, i)) rc = alloc_like(&c->gin[i], &c->in[i], err);
+  }
+  if (!rc && c->impl == OPF_IMPL_UNFUSED) {
+    rc = opf_chain_plan(c, &c->chain, err);
+    if (!rc) rc = opf_chain_alloc(c->chain, c, with_grad, err);
   }
   if (rc) opf_case_release(c);
   return rc;
@@ -333,6 +360,8 @@ int opf_case_fill(opf_case *c, uint64_t seed, opf_err *err) {
 }
 
 void opf_case_release(opf_case *c) {
+  opf_chain_free(c->chain);
+  c->chain = NULL;
   for (int i = 0; i < OPF_MAX_IN; i++) {
     opf_tensor_free(&c->in[i]);
     opf_tensor_free(&c->gin[i]);
@@ -345,8 +374,7 @@ void opf_case_release(opf_case *c) {
   c->ws = NULL;
 }
 
-/* "name=value" of param i, as a user would write it. */
-static int fmt_param(const opf_case *c, int i, char *buf, size_t n) {
+int opf_case_param_str(const opf_case *c, int i, char *buf, size_t n) {
   const opf_param_desc *pd = &c->op->params[i];
   if (pd->type == OPF_P_ENUM) {
     const char *p = pd->choices;
@@ -380,7 +408,7 @@ static char *params_str(const opf_case *c, char *buf, size_t n, size_t off, int 
   char one[128];
   for (int i = 0; i < c->op->n_params && off < n; i++) {
     if (only_changed && is_default(c, i)) continue;
-    fmt_param(c, i, one, sizeof one);
+    opf_case_param_str(c, i, one, sizeof one);
     off += snprintf(buf + off, n - off, "%s%s", off ? " " : "", one);
   }
   return buf;
@@ -403,6 +431,7 @@ char *opf_case_params_str(const opf_case *c, char *buf, size_t n) {
 
 int opf_case_call(opf_case *c, opf_pass p) {
   int rc;
+  if (c->chain) return opf_chain_call(c, p);
   switch (p) {
   case OPF_PASS_FWD: return c->op->forward(c);
   case OPF_PASS_BWD: return c->op->backward(c);

@@ -195,7 +195,7 @@ void opf_result_init(opf_result *r, const opf_case *c, const char *set, opf_pass
   memset(r, 0, sizeof *r);
   snprintf(r->op, sizeof r->op, "%s", op->name);
   snprintf(r->category, sizeof r->category, "%s", op->category);
-  snprintf(r->impl, sizeof r->impl, "native");
+  snprintf(r->impl, sizeof r->impl, "%s", opf_impl_name(c->impl));
   snprintf(r->set, sizeof r->set, "%s", set ? set : "custom");
   opf_case_spec_str(c, r->spec, sizeof r->spec);
   opf_case_params_str(c, r->params, sizeof r->params);

@@ -170,6 +170,9 @@ int opf_op_validate(const opf_op *op, opf_err *err) {
       if (opf_case_init(&c, op, (opf_dtype)d, op->shapes[k].spec, &e))
         return opf_err_set(err, OPF_EINVAL, "%s: default %s entry '%s' (%s) is invalid: %s", n,
                            op->shapes[k].set, op->shapes[k].spec, opf_dtype_name(d), e.msg);
+      if (op->unfused && opf_case_set_impl(&c, OPF_IMPL_UNFUSED, &e))
+        return opf_err_set(err, OPF_EINVAL, "%s: default %s entry '%s' (%s): %s", n,
+                           op->shapes[k].set, op->shapes[k].spec, opf_dtype_name(d), e.msg);
     }
   }
   if (!has_std || !has_small)

@@ -96,6 +96,19 @@ static void print_header(const opf_emitter *e, FILE *f, int md) {
   fputc('\n', f);
 }
 
+/* For a fused operator's native record: the unfused chain's median time on the same case,
+ * 0 when the run has none. */
+static double unfused_time(const text_priv *p, const opf_result *r) {
+  if (strcmp(r->impl, "native")) return 0;
+  for (int k = 0; k < p->n; k++) {
+    const opf_result *u = &p->rows[k];
+    if (!strcmp(u->impl, "unfused") && u->status == OPF_ST_OK && u->pass == r->pass && u->dtype == r->dtype &&
+        !strcmp(u->op, r->op) && !strcmp(u->spec, r->spec))
+      return u->time.median;
+  }
+  return 0;
+}
+
 static int text_render(opf_emitter *e, int md) {
   text_priv *p = e->priv;
   const opf_context *ctx = e->ctx;
@@ -135,7 +148,7 @@ static int text_render(opf_emitter *e, int md) {
     char b[64], inputs[256];
     if (opf_textable_row(t)) break;
     opf_result_inputs(r, inputs, sizeof inputs);
-    opf_textable_cell(t, C_OP, "%s", r->op);
+    opf_textable_cell(t, C_OP, "%s%s", r->op, strcmp(r->impl, "native") ? " [unfused]" : "");
     opf_textable_cell(t, C_DT, "%s", opf_dtype_name(r->dtype));
     opf_textable_cell(t, C_PASS, "%s", opf_pass_name(r->pass));
     opf_textable_cell(t, C_IN, "%s", inputs);
@@ -176,8 +189,13 @@ static int text_render(opf_emitter *e, int md) {
         opf_textable_cell(t, C_EV0 + i, "%.4g%s", ev->per_call, mark);
     }
     if (r->simulated) opf_textable_cell(t, c_note, "ok, simulated");
-    else opf_textable_cell(t, c_note, "ok%s%s", r->time.outliers ? ", outliers: " : "",
-                      r->time.outliers ? (snprintf(b, sizeof b, "%d", r->time.outliers), b) : "");
+    else {
+      double tu = unfused_time(p, r);
+      char gain[48] = "";
+      if (tu > 0 && r->time.median > 0) snprintf(gain, sizeof gain, ", fusion gain %.2fx", tu / r->time.median);
+      opf_textable_cell(t, c_note, "ok%s%s%s", r->time.outliers ? ", outliers: " : "",
+                        r->time.outliers ? (snprintf(b, sizeof b, "%d", r->time.outliers), b) : "", gain);
+    }
   }
   print_header(e, e->out, md);
   opf_textable_print(t, e->out, md);

@@ -13,6 +13,9 @@
 /* ---- cases ---- */
 /* Parse spec ("x=1024x1024 axis=0 bias=none"), apply param defaults, call infer. No allocation. */
 int opf_case_init(opf_case *c, const opf_op *op, opf_dtype dt, const char *spec, opf_err *err);
+/* Run the case's OPF_IMPL_UNFUSED chain instead of its kernels (operators with .unfused);
+ * checks the chain resolves on the case's shapes (OPF_EINVAL / OPF_EUNSUPPORTED otherwise). */
+int opf_case_set_impl(opf_case *c, int impl, opf_err *err);
 /* Bytes the case will allocate: inputs, outputs, workspace; with_grad adds gout and gin. */
 uint64_t opf_case_footprint(const opf_case *c, int with_grad);
 int opf_case_alloc(opf_case *c, int with_grad, opf_err *err);
@@ -21,6 +24,8 @@ int opf_case_fill(opf_case *c, uint64_t seed, opf_err *err);
 void opf_case_release(opf_case *c);
 /* Canonical spec of the resolved case: every present input's shape, then every param. */
 char *opf_case_spec_str(const opf_case *c, char *buf, size_t n);
+/* "name=value" of param i of a resolved case, as a user would write it; returns its length. */
+int opf_case_param_str(const opf_case *c, int i, char *buf, size_t n);
 /* Only the params that differ from the operator's defaults ("axis=0 keepdims=true"). */
 char *opf_case_params_str(const opf_case *c, char *buf, size_t n);
 /* Does the case have a backward pass (a backward kernel and at least one float output)? */

@@ -117,6 +117,18 @@ typedef struct opf_op {
    * input's storage (same shape and dtype, set by infer), so repeated calls keep updating
    * it. Forward-only; the tests run the reference on a pristine copy of the inputs. */
   int inplace[OPF_MAX_OUT];
+  /* Fused operators: the same computation as a chain of registered operators, e.g.
+   * "conv2d x=x w=w b=b | relu x=_". Stages are separated by '|'; each names an operator and
+   * binds every input it uses to an input of this operator by name, or to "_" (output 0 of
+   * the previous stage); "NAME=none" drops an optional input. Other NAME=VALUE items are
+   * literal params of the stage; params not given take this operator's param of the same
+   * name when there is one, else the stage's default. Each input of this operator feeds at
+   * most one stage, each "_" is used once, and the last stage's outputs are this operator's
+   * (same shapes and dtypes). opperf runs such an operator twice, impl "native" (this
+   * descriptor's kernels) and impl "unfused" (the chain, each stage its own registered
+   * kernels, intermediates in separate tensors), so the fusion gain is measured on the same
+   * inputs; the tests check that both give the same outputs and gradients. NULL: not fused. */
+  const char *unfused;
 } opf_op;
 
 #define OPF_OP_ABI 1u
@@ -141,7 +153,14 @@ struct opf_case {
   uint64_t seed;
   char in_file[OPF_MAX_IN][256]; /* "NAME=@FILE.npy": the input's data comes from this file */
   opf_err err;
+  /* Which kernels run: OPF_IMPL_NATIVE (the descriptor's), or OPF_IMPL_UNFUSED for an operator
+   * with .unfused (its chain of registered operators, built by opf_case_alloc in `chain`). */
+  int impl;
+  struct opf_chain *chain;
 };
+
+enum { OPF_IMPL_NATIVE = 0, OPF_IMPL_UNFUSED = 1 };
+const char *opf_impl_name(int impl); /* "native", "unfused" */
 
 int opf_case_error(opf_case *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -49,6 +49,7 @@ typedef struct run_opts {
   double timeout;         /* --timeout: seconds per case (isolated), 0: none */
   int child_case, child_fd; /* internal: this process measures one case for an isolating parent */
   cli_backend_kind backend; /* --backend: src/cli/backend.c */
+  int impls;              /* --impl: mask of OPF_IMPL_* bits for fused operators (default both) */
 } run_opts;
 
 static void usage(void) {
@@ -66,6 +67,8 @@ static void usage(void) {
       "  --config FILE.json   custom cases: [{\"op\":..., \"inputs\":{...}, \"params\":{...}, \"dtype\":...}]\n"
       "  --dtype LIST         float32 (default), float64, int32, int64, bool, or all\n"
       "  --pass LIST          fwd, bwd, both (forward+backward); default fwd,bwd\n"
+      "  --impl LIST          fused operators: native (the fused kernels), unfused (the chain\n"
+      "                       of separate operators on the same inputs), or all (default)\n"
       "measurement:\n"
       "  --warmup SEC         warm-up time per case (default 0.05)\n"
       "  --min-time SEC       measure at least this long per case and pass (default 0.2)\n"
@@ -250,7 +253,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   enum { O_SHAPES = 256, O_INPUT, O_PARAM, O_CONFIG, O_DTYPE, O_PASS, O_WARMUP, O_MINTIME,
          O_MAXTIME, O_RUNS, O_SAMPLE, O_THREADS, O_CPU, O_CACHE, O_SEED, O_EVENTS, O_FORMAT,
          O_DRY, O_BACKEND, O_RANDOM, O_SAVE, O_SAVE_BASE, O_CMP_BASE, O_BASE_DIR, O_THRESH,
-         O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_CHILD_CASE, O_CHILD_FD };
+         O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_CHILD_CASE, O_CHILD_FD, O_IMPL };
   static const struct option opts[] = {
       {"shapes", required_argument, 0, O_SHAPES}, {"input", required_argument, 0, O_INPUT},
       {"param", required_argument, 0, O_PARAM},   {"config", required_argument, 0, O_CONFIG},
@@ -268,7 +271,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       {"baseline-dir", required_argument, 0, O_BASE_DIR}, {"threshold", required_argument, 0, O_THRESH},
       {"isolate", no_argument, 0, O_ISOLATE}, {"no-isolate", no_argument, 0, O_NO_ISOLATE},
       {"timeout", required_argument, 0, O_TIMEOUT}, {"child-case", required_argument, 0, O_CHILD_CASE},
-      {"child-fd", required_argument, 0, O_CHILD_FD},
+      {"child-fd", required_argument, 0, O_CHILD_FD}, {"impl", required_argument, 0, O_IMPL},
       {0, 0, 0, 0}};
   opf_settings_default(&o->s);
   o->threshold = 0.05;
@@ -277,6 +280,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   o->sets = "standard,skewed";
   o->dtypes = NULL;
   o->passes = "fwd,bwd";
+  o->impls = 1 << OPF_IMPL_NATIVE | 1 << OPF_IMPL_UNFUSED;
   optind = 1;
   opterr = 0;
   int ch;
@@ -295,6 +299,13 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       break;
     }
     case O_CONFIG: o->config = optarg; break;
+    case O_IMPL:
+      if (!strcmp(optarg, "native")) o->impls = 1 << OPF_IMPL_NATIVE;
+      else if (!strcmp(optarg, "unfused")) o->impls = 1 << OPF_IMPL_UNFUSED;
+      else if (!strcmp(optarg, "all") || !strcmp(optarg, "native,unfused") || !strcmp(optarg, "unfused,native"))
+        o->impls = 1 << OPF_IMPL_NATIVE | 1 << OPF_IMPL_UNFUSED;
+      else return cli_usage_error("--impl takes native, unfused or all, not '%s'", optarg);
+      break;
     case O_DTYPE: o->dtypes = optarg; break;
     case O_PASS: o->passes = optarg; o->passes_explicit = 1; break;
     case O_WARMUP: if (need_pos("--warmup", optarg, &o->s.warmup)) return 2; break;
@@ -401,10 +412,11 @@ static int build_spec(char *out, size_t n, const char *base, const char *const *
 typedef struct case_list {
   run_case *v;
   int n, cap;
+  int impls; /* OPF_IMPL_* bits run for fused operators */
 } case_list;
 
-static int add_case(case_list *l, const opf_op *op, opf_dtype dt, const char *set, const char *spec,
-                    int user) {
+static int add_one(case_list *l, const opf_op *op, opf_dtype dt, const char *set, const char *spec,
+                   int user, int impl) {
   if (l->n == l->cap) {
     int cap = l->cap ? 2 * l->cap : 128;
     run_case *v = realloc(l->v, sizeof *v * (size_t)cap);
@@ -422,6 +434,7 @@ static int add_case(case_list *l, const opf_op *op, opf_dtype dt, const char *se
     if (user || r != OPF_EUNSUPPORTED) return cli_usage_error("%s", e.msg);
     return 0; /* a default entry for a dtype the op does not have: nothing to run */
   }
+  if (impl != OPF_IMPL_NATIVE && opf_case_set_impl(&rc->c, impl, &e)) return cli_usage_error("%s", e.msg);
   if (user) {
     uint64_t need = opf_case_footprint(&rc->c, 1), avail = opf_mem_available();
     if (need == UINT64_MAX || (avail && need > avail)) {
@@ -432,6 +445,18 @@ static int add_case(case_list *l, const opf_op *op, opf_dtype dt, const char *se
     }
   }
   l->n++;
+  return 0;
+}
+
+/* A case of op, and for a fused operator also its unfused chain on the same spec (--impl). */
+static int add_case(case_list *l, const opf_op *op, opf_dtype dt, const char *set, const char *spec,
+                    int user) {
+  int impls = op->unfused ? l->impls : 1 << OPF_IMPL_NATIVE;
+  for (int impl = OPF_IMPL_NATIVE; impl <= OPF_IMPL_UNFUSED; impl++) {
+    if (!(impls >> impl & 1)) continue;
+    int n0 = l->n, rc = add_one(l, op, dt, set, spec, user, impl);
+    if (rc || l->n == n0) return rc; /* an error, or nothing to run for this dtype */
+  }
   return 0;
 }
 
@@ -614,6 +639,7 @@ int cmd_run(int argc, char **argv) {
     for (int i = 0; i < opf_op_count(); i++) ops[nops++] = opf_op_at(i);
 
   case_list cl = {0};
+  cl.impls = o.impls;
   rc = build_cases(&o, ops, nops, named, &cl);
   if (o.isolate < 0) o.isolate = nops > 1 && o.backend == CLI_BK_NATIVE;
   free(ops);
@@ -626,7 +652,9 @@ int cmd_run(int argc, char **argv) {
   if (o.dry_run) {
     for (int i = 0; i < cl.n; i++) {
       char spec[512];
-      printf("%-22s %-8s %-8s %s\n", cl.v[i].c.op->name, opf_dtype_name(cl.v[i].c.dtype), cl.v[i].set,
+      char name[96];
+      snprintf(name, sizeof name, "%s%s", cl.v[i].c.op->name, cl.v[i].c.impl ? " [unfused]" : "");
+      printf("%-22s %-8s %-8s %s\n", name, opf_dtype_name(cl.v[i].c.dtype), cl.v[i].set,
              opf_case_spec_str(&cl.v[i].c, spec, sizeof spec));
     }
     printf("%d cases\n", cl.n);

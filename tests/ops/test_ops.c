@@ -208,6 +208,32 @@ out:
   opf_case_release(&c64);
 }
 
+/* A fused operator against its own unfused chain (the stages' registered kernels) on the same
+ * inputs: outputs, and with a backward every input gradient. */
+static void check_unfused(const opf_op *op, opf_dtype dt, const char *spec) {
+  opf_case c, u;
+  opf_err e;
+  ts_case_ready(&c, op, dt, spec, 1, 5);
+  if (opf_case_init(&u, op, dt, spec, &e) || opf_case_set_impl(&u, OPF_IMPL_UNFUSED, &e) ||
+      opf_case_alloc(&u, 1, &e) || opf_case_fill(&u, 5, &e))
+    fail_msg("%s [%s]: unfused chain: %s", op->name, spec, e.msg);
+  opf_pass pass = opf_case_has_backward(&c) ? OPF_PASS_BOTH : OPF_PASS_FWD;
+  if (opf_case_call(&c, pass) || opf_case_call(&u, pass))
+    fail_msg("%s [%s]: %s%s", op->name, spec, c.err.msg, u.err.msg);
+  double rtol = dt == OPF_F32 ? 10 * (op->tol > 0 ? op->tol : 1e-4) : 1e-9;
+  char msg[256];
+  for (int j = 0; j < op->n_out; j++)
+    if (ts_compare(&c.out[j], &u.out[j], rtol, msg, sizeof msg))
+      fail_msg("%s [%s] %s: output '%s' differs from the unfused chain's: %s", op->name, spec,
+               opf_dtype_name(dt), op->out[j], msg);
+  for (int i = 0; pass == OPF_PASS_BOTH && i < op->n_in; i++)
+    if (c.gin[i].data && ts_compare(&c.gin[i], &u.gin[i], rtol, msg, sizeof msg))
+      fail_msg("%s [%s] %s: gradient of '%s' differs from the unfused chain's: %s", op->name, spec,
+               opf_dtype_name(dt), op->in[i].name, msg);
+  opf_case_release(&c);
+  opf_case_release(&u);
+}
+
 static void test_op(void **state) {
   const opf_op *op = *state;
   opf_err e;
@@ -216,7 +242,10 @@ static void test_op(void **state) {
   for (int k = 0; k < OPF_MAX_SETS && op->shapes[k].set; k++) {
     if (!in_test_sets(op->shapes[k].set)) continue;
     for (int d = 0; d < OPF_NDTYPES; d++)
-      if (op->dtypes & OPF_DT_BIT(d)) check_forward(op, (opf_dtype)d, op->shapes[k].spec), n++;
+      if (op->dtypes & OPF_DT_BIT(d)) {
+        check_forward(op, (opf_dtype)d, op->shapes[k].spec), n++;
+        if (op->unfused) check_unfused(op, (opf_dtype)d, op->shapes[k].spec);
+      }
     if (op->backward && !strcmp(op->shapes[k].set, "small") && (op->dtypes & OPF_DT_BIT(OPF_F64))) {
       check_gradient(op, op->shapes[k].spec);
       if (op->dtypes & OPF_DT_BIT(OPF_F32)) check_backward_f32(op, op->shapes[k].spec);
