@@ -4,19 +4,22 @@
 # runs the same suite, compares with the baseline (Mann-Whitney U + threshold) and fails the
 # job only on significant regressions or on cases that crashed. Artifacts go to $OUT.
 #
-#   scripts/opperf-ci.sh [--update] [--baseline NAME] [--threshold 5%] [--metric M] [-- RUN ARGS]
+#   scripts/opperf-ci.sh [--update] [--baseline NAME] [--threshold 5%] [--metric M]
+#                        [--repetitions N] [-- RUN ARGS]
 #
 # The metric defaults to retired instructions where the hardware counts them (stable from run
-# to run: 0 false positives in our measurements) and to time otherwise (noisier across
-# processes on shared machines: raise --threshold there). Environment: OPPERF (binary, default
-# build/opperf), OPPERF_BASELINE_DIR (where baselines live; cache it between CI jobs), OUT
-# (artifact directory, default opperf-ci).
+# to run: 0 false positives in our measurements) and to time otherwise. Time varies between
+# processes on shared machines more than within one, so for time every case is measured in
+# 3 separate processes (--repetitions) and a change must also exceed their spread.
+# Environment: OPPERF (binary, default build/opperf), OPPERF_BASELINE_DIR (where baselines
+# live; cache it between CI jobs), OUT (artifact directory, default opperf-ci).
 set -euo pipefail
 OPPERF=${OPPERF:-build/opperf}
 OUT=${OUT:-opperf-ci}
 name=ci
 threshold=5%
 metric=
+reps=
 update=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -24,8 +27,9 @@ while [ $# -gt 0 ]; do
     --baseline) name=$2; shift ;;
     --threshold) threshold=$2; shift ;;
     --metric) metric=$2; shift ;;
+    --repetitions) reps=$2; shift ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "opperf-ci: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -40,12 +44,13 @@ if [ -z "$metric" ]; then
 fi
 events=sw
 [ "$metric" = time ] || events="sw,$metric"
+[ -n "$reps" ] || { [ "$metric" = time ] && reps=3 || reps=1; }
 mkdir -p "$OUT"
 dir=${OPPERF_BASELINE_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/opperf/baselines}
 mkdir -p "$dir"
 # Pinned, repeatable settings: one thread avoids scheduler stalls on shared runners; the same
 # seed and shapes on both sides. Extra arguments (operators, --shapes, ...) come after --.
-common=(--threads 1 --seed 42 --min-time 0.2 --events "$events" "$@")
+common=(--threads 1 --seed 42 --min-time 0.2 --events "$events" --isolate --repetitions "$reps" "$@")
 if [ "$update" -eq 1 ] || [ ! -f "$dir/$name.json" ]; then
   echo "opperf-ci: storing baseline '$name' ($metric) in $dir"
   exec "$OPPERF" run "${common[@]}" --format table,json="$dir/$name.json"

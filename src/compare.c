@@ -1,7 +1,8 @@
 /* compare.c: the regression gate (see compare.h). Cases are matched by operator,
  * implementation, canonical spec (shapes and every param), dtype and pass; a case regressed when
  * its median moved beyond the threshold AND the Mann-Whitney U test on the raw samples says the
- * shift is significant, which keeps one noisy sample from failing a CI job. */
+ * shift is significant, which keeps one noisy sample from failing a CI job; with repetitions
+ * the change must also exceed the run-to-run spread of the repetitions' medians. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "opperf/compare.h"
+#include "opperf/harness.h" /* opf_stats_compute */
 
 const char *opf_verdict_name(opf_verdict v) {
   static const char *n[] = {"unchanged", "improved", "regressed", "noise", "missing", "new",
@@ -170,6 +172,20 @@ static int metric_of(const cJSON *res, const char *metric, double *median, doubl
   return 1;
 }
 
+/* Relative range of a result's repetition medians ((max - min) / median), 0 with fewer than 2. */
+static double rep_spread(const cJSON *res) {
+  const cJSON *arr = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "time"), "repetition_medians");
+  double v[64], lo = INFINITY, hi = -INFINITY;
+  int n = 0;
+  const cJSON *x;
+  cJSON_ArrayForEach(x, arr) if (cJSON_IsNumber(x) && n < 64) v[n++] = x->valuedouble;
+  if (n < 2) return 0;
+  for (int i = 0; i < n; i++) lo = fmin(lo, v[i]), hi = fmax(hi, v[i]);
+  opf_stats s;
+  if (opf_stats_compute(v, n, &s) || !(s.median > 0)) return 0;
+  return (hi - lo) / s.median;
+}
+
 static void key_of(const cJSON *r, char *buf, size_t n) {
   snprintf(buf, n, "%s|%s|%s|%s|%s", str_at(r, "op", NULL), str_at(r, "impl", NULL),
            str_at(r, "spec", NULL), str_at(r, "dtype", NULL), str_at(r, "pass", NULL));
@@ -301,10 +317,17 @@ int opf_compare_files(const char *base, const char *cur, const opf_cmp_opts *o,
     if (nsa > 0 && nsb > 0) opf_mann_whitney(sa, nsa, sb, nsb, &u, &row->p);
     free(sa);
     free(sb);
-    /* Without samples (e.g. a counter report without raw values) the threshold decides alone. */
+    /* Without samples (e.g. a counter report without raw values) the threshold decides alone.
+     * Samples of one process do not see the variance between processes (memory placement,
+     * frequency, neighbours): with repetitions (each a fresh allocation or process) a time
+     * change must also exceed the spread the repetitions showed on either side. */
     int sig = isnan(row->p) ? 1 : row->p < o->alpha;
-    if (row->change > o->threshold) row->verdict = sig ? OPF_V_REGRESSED : OPF_V_NOISE;
-    else if (row->change < -o->threshold) row->verdict = sig ? OPF_V_IMPROVED : OPF_V_NOISE;
+    if (!strcmp(metric, "time")) row->noise = fmax(rep_spread(x), rep_spread(y));
+    int beyond_noise = fabs(row->change) > row->noise;
+    if (fabs(row->change) > o->threshold && sig && !beyond_noise)
+      snprintf(row->note, sizeof row->note, "within the run-to-run spread (%.1f%%)", 100 * row->noise);
+    if (row->change > o->threshold) row->verdict = sig && beyond_noise ? OPF_V_REGRESSED : OPF_V_NOISE;
+    else if (row->change < -o->threshold) row->verdict = sig && beyond_noise ? OPF_V_IMPROVED : OPF_V_NOISE;
     else row->verdict = OPF_V_UNCHANGED;
     if (row->base > 0 && row->cur > 0) {
       add_cat(rep, row->category, row->cur / row->base);

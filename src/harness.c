@@ -49,6 +49,59 @@ void opf_result_release(opf_result *r) {
   }
 }
 
+/* Append n doubles to a malloc'd array of *len (the result keeps its old array on failure). */
+static int append(double **arr, int len, const double *more, int n) {
+  if (!n) return 0;
+  double *v = realloc(*arr, sizeof *v * (size_t)(len + n));
+  if (!v) return -1;
+  memcpy(v + len, more, sizeof *v * (size_t)n);
+  *arr = v;
+  return 0;
+}
+
+void opf_result_merge(opf_result *acc, opf_result *rep) {
+  if (acc->status != OPF_ST_OK) goto out;
+  if (rep->status != OPF_ST_OK) { /* a repetition that failed fails the case */
+    opf_result_release(acc);
+    *acc = *rep; /* acc takes rep's arrays */
+    memset(rep, 0, sizeof *rep);
+    return;
+  }
+  if (acc->n_reps >= OPF_MAX_REPS || !rep->samples) goto out;
+  int n = acc->n_samples;
+  if (append(&acc->samples, n, rep->samples, rep->n_samples) ||
+      (acc->cpu_samples && rep->cpu_samples && append(&acc->cpu_samples, n, rep->cpu_samples, rep->n_samples)))
+    goto out;
+  acc->n_samples = n + rep->n_samples;
+  opf_stats_compute(acc->samples, acc->n_samples, &acc->time);
+  acc->rep_median[acc->n_reps++] = rep->time.median;
+  acc->total_time += rep->total_time;
+  if (rep->batch > acc->batch) acc->batch = rep->batch;
+  if (rep->peak_live_bytes > acc->peak_live_bytes) acc->peak_live_bytes = rep->peak_live_bytes;
+  if (rep->max_rss_bytes > acc->max_rss_bytes) acc->max_rss_bytes = rep->max_rss_bytes;
+  if (rep->call_alloc_bytes > acc->call_alloc_bytes) acc->call_alloc_bytes = rep->call_alloc_bytes;
+  if (rep->call_allocs > acc->call_allocs) acc->call_allocs = rep->call_allocs;
+  for (int i = 0; i < acc->n_events && i < rep->n_events; i++) {
+    opf_event_result *a = &acc->events[i], *b = &rep->events[i];
+    if (!b->has_value) continue;
+    if (!a->has_value) { /* counted only in this repetition */
+      double *raw = a->raw;
+      *a = *b;
+      b->raw = raw;
+      continue;
+    }
+    int na = a->n_raw;
+    if (append(&a->raw, na, b->raw, b->n_raw)) continue;
+    a->n_raw = na + b->n_raw;
+    opf_stats es;
+    if (!opf_stats_compute(a->raw, a->n_raw, &es)) a->per_call = es.median;
+    a->mean_per_call = (a->mean_per_call * na + b->mean_per_call * b->n_raw) / a->n_raw;
+    if (b->running_pct < a->running_pct) a->running_pct = b->running_pct, a->status = b->status;
+  }
+out:
+  opf_result_release(rep);
+}
+
 /* "0-1,3" -> cpu set; OPF_EINVAL on a malformed list or a CPU this machine does not have. */
 static int parse_cpus(const char *list, cpu_set_t *set, opf_err *err) {
   CPU_ZERO(set);
@@ -343,6 +396,8 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
 
   r->n_samples = n;
   opf_stats_compute(r->samples, n, &r->time);
+  r->n_reps = 1;
+  r->rep_median[0] = r->time.median;
   double calls = (double)n * (double)k;
   r->call_alloc_bytes = (double)(a2.bytes_allocated - a1.bytes_allocated) / calls;
   r->call_allocs = (double)(a2.n_allocs - a1.n_allocs) / calls;

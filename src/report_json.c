@@ -146,6 +146,8 @@ static cJSON *result_json(const opf_result *r) {
     cJSON_AddNumberToObject(t, "outliers", r->time.outliers);
     cJSON_AddNumberToObject(t, "measured_s", r->total_time);
     cJSON_AddItemToObject(t, "raw", cJSON_CreateDoubleArray(r->samples, r->n_samples));
+    cJSON_AddNumberToObject(t, "repetitions", r->n_reps);
+    cJSON_AddItemToObject(t, "repetition_medians", cJSON_CreateDoubleArray(r->rep_median, r->n_reps));
     cJSON *m = cJSON_AddObjectToObject(o, "memory");
     cJSON_AddNumberToObject(m, "setup_bytes", (double)r->setup_bytes);
     cJSON_AddNumberToObject(m, "setup_allocations", (double)r->setup_allocs);

@@ -1,5 +1,6 @@
 /* compare.h: comparing two opperf JSON reports (a stored baseline and a new run) case by case,
- * with a Mann-Whitney U test on the raw samples and a change threshold: the regression gate
+ * with a Mann-Whitney U test on the raw samples and a change threshold, raised to the
+ * run-to-run spread when the runs measured repetitions (--repetitions): the regression gate
  * behind `opperf compare` and `opperf run --compare-baseline`. */
 #ifndef OPPERF_COMPARE_H
 #define OPPERF_COMPARE_H
@@ -31,6 +32,8 @@ typedef struct opf_cmp_row {
   double change;     /* cur / base - 1 */
   double p;          /* Mann-Whitney p-value; NaN when there are no samples to test */
   int n_base, n_cur; /* samples */
+  double noise;      /* run-to-run spread of the time: the larger relative range (max - min) /
+                      * median of either side's repetition medians; 0 without repetitions */
   char note[96];     /* e.g. the new run's failure status */
 } opf_cmp_row;
 

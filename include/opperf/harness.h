@@ -98,6 +98,8 @@ typedef enum opf_status {
 } opf_status;
 const char *opf_status_name(opf_status s);
 
+#define OPF_MAX_REPS 16 /* --repetitions: independent measurements of a case merged into one */
+
 typedef struct opf_tensor_info {
   char name[32];
   char role[8];       /* "in" or "out" */
@@ -140,7 +142,9 @@ struct opf_result {
   int n_samples;
   double *samples;      /* seconds per call, one per sample (owned) */
   double *cpu_samples;  /* process CPU seconds (all threads) per call, per sample (owned) */
-  opf_stats time;       /* seconds per call */
+  opf_stats time;       /* seconds per call (over the samples of every repetition) */
+  int n_reps;           /* repetitions merged into this result (--repetitions; 1 by default) */
+  double rep_median[OPF_MAX_REPS]; /* median time per call of each repetition */
   double total_time;    /* seconds spent in measured samples */
   double flops, bytes;  /* model, per call */
   double roofline;      /* roofline bound in FLOP/s for this case (0: unknown) */
@@ -162,6 +166,10 @@ struct opf_result {
   int simulated;
 };
 void opf_result_release(opf_result *r);
+/* Merge repetition rep (a new measurement of acc's case and pass, e.g. in a fresh process)
+ * into acc: samples, counter samples and statistics over both, acc->rep_median gains rep's
+ * median, memory figures take the larger. A failed rep makes acc failed. rep is released. */
+void opf_result_merge(opf_result *acc, opf_result *rep);
 /* A result's identity (operator, spec, dtype, pass, tensors, models, requested counters) without
  * a measurement: what opf_measure starts from, and what a crashed case is reported with. */
 void opf_result_init(opf_result *r, const opf_case *c, const char *set, opf_pass pass,

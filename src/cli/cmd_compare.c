@@ -140,6 +140,7 @@ static char *render_json(const opf_cmp_report *r, const opf_cmp_opts *o, size_t 
     if (!isnan(w->cur)) cJSON_AddNumberToObject(c, "new", w->cur);
     if (!isnan(w->change)) cJSON_AddNumberToObject(c, "change", w->change);
     if (!isnan(w->p)) cJSON_AddNumberToObject(c, "p", w->p);
+    if (w->noise > 0) cJSON_AddNumberToObject(c, "noise", w->noise);
     if (w->note[0]) cJSON_AddStringToObject(c, "note", w->note);
     cJSON_AddItemToArray(rows, c);
   }

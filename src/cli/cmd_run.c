@@ -49,6 +49,8 @@ typedef struct run_opts {
   double timeout;         /* --timeout: seconds per case (isolated), 0: none */
   int child_case, child_fd; /* internal: this process measures one case for an isolating parent */
   cli_backend_kind backend; /* --backend: src/cli/backend.c */
+  const char *metric;     /* --metric: what --compare-baseline compares (time by default) */
+  int reps;               /* --repetitions: independent measurements per case, merged */
   int impls;              /* --impl: mask of OPF_IMPL_* bits for fused operators (default both) */
 } run_opts;
 
@@ -94,6 +96,9 @@ static void usage(void) {
       "                       several operators run)\n"
       "  --no-isolate         run every case in this process\n"
       "  --timeout SEC        kill a case after SEC seconds (implies --isolate)\n"
+      "  --repetitions N      measure each case N times (each in a fresh process when\n"
+      "                       isolated, else on fresh allocations) and merge; the gate then\n"
+      "                       also requires a change beyond the repetitions' spread\n"
       "  Ctrl-C (SIGINT/SIGTERM) stops after the current case and writes the finished results,\n"
       "  marked interrupted (exit 130); a second Ctrl-C stops at once.\n"
       "regression gate:\n"
@@ -101,6 +106,8 @@ static void usage(void) {
       "  --compare-baseline NAME  compare with baseline NAME (see opperf compare); exit 1\n"
       "                           when a case regressed significantly\n"
       "  --threshold T            smallest change that counts (default 5%%)\n"
+      "  --metric M               what to compare: time (default), instructions, cycles or\n"
+      "                           any counter of the run (see opperf compare)\n"
       "  --baseline-dir DIR       where baselines live (default $OPPERF_BASELINE_DIR, else\n"
       "                           $XDG_DATA_HOME/opperf/baselines or ~/.local/share/...)\n"
       "  --dry-run            list the cases that would run, and exit\n");
@@ -253,7 +260,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   enum { O_SHAPES = 256, O_INPUT, O_PARAM, O_CONFIG, O_DTYPE, O_PASS, O_WARMUP, O_MINTIME,
          O_MAXTIME, O_RUNS, O_SAMPLE, O_THREADS, O_CPU, O_CACHE, O_SEED, O_EVENTS, O_FORMAT,
          O_DRY, O_BACKEND, O_RANDOM, O_SAVE, O_SAVE_BASE, O_CMP_BASE, O_BASE_DIR, O_THRESH,
-         O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_CHILD_CASE, O_CHILD_FD, O_IMPL };
+         O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_CHILD_CASE, O_CHILD_FD, O_IMPL, O_REPS, O_METRIC };
   static const struct option opts[] = {
       {"shapes", required_argument, 0, O_SHAPES}, {"input", required_argument, 0, O_INPUT},
       {"param", required_argument, 0, O_PARAM},   {"config", required_argument, 0, O_CONFIG},
@@ -272,6 +279,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       {"isolate", no_argument, 0, O_ISOLATE}, {"no-isolate", no_argument, 0, O_NO_ISOLATE},
       {"timeout", required_argument, 0, O_TIMEOUT}, {"child-case", required_argument, 0, O_CHILD_CASE},
       {"child-fd", required_argument, 0, O_CHILD_FD}, {"impl", required_argument, 0, O_IMPL},
+      {"repetitions", required_argument, 0, O_REPS}, {"metric", required_argument, 0, O_METRIC},
       {0, 0, 0, 0}};
   opf_settings_default(&o->s);
   o->threshold = 0.05;
@@ -281,6 +289,8 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   o->dtypes = NULL;
   o->passes = "fwd,bwd";
   o->impls = 1 << OPF_IMPL_NATIVE | 1 << OPF_IMPL_UNFUSED;
+  o->reps = 1;
+  o->metric = "time";
   optind = 1;
   opterr = 0;
   int ch;
@@ -312,6 +322,12 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     case O_MINTIME: if (need_pos("--min-time", optarg, &o->s.min_time)) return 2; break;
     case O_MAXTIME: if (need_pos("--max-time", optarg, &o->s.max_time)) return 2; break;
     case O_SAMPLE: if (need_pos("--sample-time", optarg, &o->s.sample_time)) return 2; break;
+    case O_METRIC: o->metric = optarg; break;
+    case O_REPS:
+      if (!cli_parse_int(optarg, &v) || v < 1 || v > OPF_MAX_REPS)
+        return cli_usage_error("--repetitions needs a count between 1 and %d, not '%s'", OPF_MAX_REPS, optarg);
+      o->reps = (int)v;
+      break;
     case O_RUNS:
       if (!cli_parse_int(optarg, &v) || v < 1 || v > 1000000)
         return cli_usage_error("--runs needs a count between 1 and 1000000, not '%s'", optarg);
@@ -718,15 +734,19 @@ int cmd_run(int argc, char **argv) {
   for (int i = 0; ctx && !rc && i < cl.n && !stop_requested; i++) {
     run_case *c = &cl.v[i];
     opf_pass passes[OPF_NPASSES];
-    opf_result res[OPF_NPASSES];
+    opf_result res[OPF_NPASSES], more[OPF_NPASSES];
     int np = case_passes(&o, c, pass_mask, passes);
     if (tty) fprintf(stderr, "\r\033[K[%d/%d] %s %s", done + 1, total, c->c.op->name, opf_dtype_name(c->c.dtype));
     done += np;
     o.s.case_index = i;
-    if (o.isolate) {
-      cli_isolate_run(i, &c->c, c->set, passes, np, o.timeout, pmu, &stop_requested, res);
-    } else {
-      for (int k = 0; k < np; k++) opf_measure(&o.s, &c->c, c->set, passes[k], pmu, &res[k]);
+    for (int rep = 0; rep < o.reps && (rep == 0 || !stop_requested); rep++) {
+      opf_result *into = rep ? more : res; /* repetitions after the first merge into res */
+      if (o.isolate) {
+        cli_isolate_run(i, &c->c, c->set, passes, np, o.timeout, pmu, &stop_requested, into);
+      } else {
+        for (int k = 0; k < np; k++) opf_measure(&o.s, &c->c, c->set, passes[k], pmu, &into[k]);
+      }
+      for (int k = 0; rep && k < np; k++) opf_result_merge(&res[k], &more[k]);
     }
     for (int k = 0; k < np; k++) {
       opf_result *r = &res[k];
@@ -754,7 +774,7 @@ int cmd_run(int argc, char **argv) {
   if (rc) return cli_usage_error("%s", e.msg[0] ? e.msg : "cannot write the report");
   int gate = EXIT_OK;
   if (o.compare_baseline) {
-    opf_cmp_opts co = {.metric = "time", .threshold = o.threshold, .alpha = 0.05};
+    opf_cmp_opts co = {.metric = o.metric, .threshold = o.threshold, .alpha = 0.05};
     fflush(stdout);
     printf("\nbaseline '%s':\n", o.compare_baseline);
     gate = cli_compare_print(base_cmp_path, base_run_path, &co, 0, "table", NULL);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "opperf/compare.h"
@@ -123,8 +124,59 @@ static void test_context_mismatch(void **state) {
   assert_int_equal(opf_compare_files(fx(0, "nonexistent.json"), fx(1, "new.json"), &o, &r, &e), OPF_EINVAL);
 }
 
+/* A report with one case per op: 20 samples spread +-1% around median m, and repetition
+ * medians m * reps[k]. */
+static void write_report(const char *path, const char *const *ops, const double *m,
+                         const double (*reps)[3], int n) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "{\"schema_version\": 1, \"context\": {\"host\": {\"cpu_model\": \"X\"}, \"omp_threads\": 1, "
+             "\"settings\": {\"backend\": \"native\"}}, \"results\": [");
+  for (int i = 0; i < n; i++) {
+    fprintf(f, "%s{\"op\": \"%s\", \"category\": \"c\", \"impl\": \"native\", \"spec\": \"x=8\", "
+               "\"dtype\": \"float32\", \"pass\": \"fwd\", \"status\": \"ok\", \"time\": {\"median\": %.17g, \"raw\": [",
+            i ? ", " : "", ops[i], m[i]);
+    for (int k = 0; k < 20; k++) fprintf(f, "%s%.17g", k ? ", " : "", m[i] * (1 + 0.001 * (k - 10)));
+    fprintf(f, "], \"repetitions\": 3, \"repetition_medians\": [%.17g, %.17g, %.17g]}}", m[i] * reps[i][0],
+            m[i] * reps[i][1], m[i] * reps[i][2]);
+  }
+  fputs("]}\n", f);
+  fclose(f);
+}
+
+/* With repetitions, a significant change beyond the threshold but inside the run-to-run spread
+ * of the repetitions' medians is noise, not a regression. */
+static void test_repetition_noise_floor(void **state) {
+  (void)state;
+  char base[] = "/tmp/opperf_cmp_baseXXXXXX", cur[] = "/tmp/opperf_cmp_curXXXXXX";
+  int fb = mkstemp(base), fc = mkstemp(cur);
+  assert_true(fb >= 0 && fc >= 0);
+  close(fb);
+  close(fc);
+  const char *ops[] = {"steady", "jumpy"};
+  const double mb[] = {1e-3, 1e-3}, mc[] = {1.1e-3, 1.1e-3};
+  const double rb[2][3] = {{1.0, 1.01, 0.99}, {1.0, 1.2, 0.9}}, rc[2][3] = {{1.0, 1.01, 0.995}, {1.0, 0.95, 1.05}};
+  write_report(base, ops, mb, rb, 2);
+  write_report(cur, ops, mc, rc, 2);
+  opf_cmp_opts o = {.metric = "time", .threshold = 0.05, .alpha = 0.05};
+  opf_cmp_report r;
+  opf_err e;
+  assert_int_equal(opf_compare_files(base, cur, &o, &r, &e), OPF_OK);
+  const opf_cmp_row *st = row(&r, "steady"), *j = row(&r, "jumpy");
+  assert_int_equal(st->verdict, OPF_V_REGRESSED); /* +10%, spread 2% */
+  assert_true(fabs(st->noise - 0.02) < 1e-9);
+  assert_int_equal(j->verdict, OPF_V_NOISE);      /* +10%, spread 30% (base: 0.9 .. 1.2) */
+  assert_true(fabs(j->noise - 0.3) < 1e-9);
+  assert_true(j->p < 0.05);                        /* significant within the runs ... */
+  assert_non_null(strstr(j->note, "within the run-to-run spread (30.0%)")); /* ... but not beyond */
+  opf_cmp_report_free(&r);
+  unlink(base);
+  unlink(cur);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_repetition_noise_floor),
       cmocka_unit_test(test_mann_whitney),
       cmocka_unit_test(test_compare_fixtures),
       cmocka_unit_test(test_context_mismatch),
