@@ -40,9 +40,13 @@ static const opf_op *builtin(int i) {
 #endif
 }
 
-static int n_builtin(void) {
-  int n = 0;
-  while (opf_registry_list[n]) n++;
+static int n_builtin(void) { /* the generated list is constant: count it once */
+  static int n = -1;
+  if (n < 0) {
+    int k = 0;
+    while (opf_registry_list[k]) k++;
+    n = k;
+  }
   return n;
 }
 

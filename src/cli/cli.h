@@ -31,6 +31,8 @@ int cli_match_ops(const char *pattern, const opf_op **out, int max, int *n);
 /* Strict number parsing: 1 on success. */
 int cli_parse_double(const char *s, double *v);
 int cli_parse_int(const char *s, long long *v);
+/* A relative change: "5%" or "0.05" (>= 0 and below 100); 0 when malformed. */
+int cli_parse_fraction(const char *s, double *v);
 /* Does the category match the filter (exact, or prefix followed by '.')? */
 int cli_category_matches(const char *category, const char *filter);
 

@@ -29,17 +29,6 @@ static void usage(void) {
          "  -o FILE           write the report to FILE (atomically)\n");
 }
 
-static int parse_fraction(const char *s, double *v) {
-  char buf[64];
-  snprintf(buf, sizeof buf, "%s", s);
-  size_t l = strlen(buf);
-  int pct = l && buf[l - 1] == '%';
-  if (pct) buf[l - 1] = '\0';
-  if (!cli_parse_double(buf, v) || *v < 0) return 0;
-  if (pct) *v /= 100;
-  return *v < 100;
-}
-
 static void fmt_metric(const char *metric, double v, char *b, size_t n) {
   if (isnan(v)) snprintf(b, n, "-");
   else if (!strcmp(metric, "time")) opf_fmt_time(v, b, n);
@@ -185,7 +174,7 @@ int cmd_compare(int argc, char **argv) {
     case 'h': usage(); return EXIT_OK;
     case 'm': o.metric = optarg; break;
     case 't':
-      if (!parse_fraction(optarg, &o.threshold))
+      if (!cli_parse_fraction(optarg, &o.threshold))
         return cli_usage_error("--threshold needs a change such as 5%% or 0.05, not '%s'", optarg);
       break;
     case 'a':

@@ -378,17 +378,10 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     case O_SAVE_BASE: o->save_baseline = optarg; break;
     case O_CMP_BASE: o->compare_baseline = optarg; break;
     case O_BASE_DIR: o->baseline_dir = optarg; break;
-    case O_THRESH: {
-      char b[64];
-      snprintf(b, sizeof b, "%s", optarg);
-      size_t l = strlen(b);
-      int pct = l && b[l - 1] == '%';
-      if (pct) b[l - 1] = '\0';
-      if (!cli_parse_double(b, &o->threshold) || o->threshold < 0)
+    case O_THRESH:
+      if (!cli_parse_fraction(optarg, &o->threshold))
         return cli_usage_error("--threshold needs a change such as 5%% or 0.05, not '%s'", optarg);
-      if (pct) o->threshold /= 100;
       break;
-    }
     case O_SAVE:
       if (strlen(optarg) >= sizeof o->s.save_dir - 64) return cli_usage_error("--save-tensors: directory name too long");
       snprintf(o->s.save_dir, sizeof o->s.save_dir, "%s", optarg);

@@ -67,3 +67,14 @@ int cli_parse_int(const char *s, long long *v) {
   *v = strtoll(s, &end, 10);
   return end != s && !*end && !errno;
 }
+
+int cli_parse_fraction(const char *s, double *v) {
+  char buf[64];
+  snprintf(buf, sizeof buf, "%s", s);
+  size_t l = strlen(buf);
+  int pct = l && buf[l - 1] == '%';
+  if (pct) buf[l - 1] = '\0';
+  if (!cli_parse_double(buf, v) || *v < 0) return 0;
+  if (pct) *v /= 100;
+  return *v < 100;
+}

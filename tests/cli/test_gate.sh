@@ -124,6 +124,28 @@ rc=$?
 "$OPPERF" run relu --save-baseline "../x" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "baseline name with a slash accepted"
 
+# --- repetitions: each in its own process when isolated, merged; --metric for the gate -------
+"$OPPERF" run relu exp --shapes standard --pass fwd "${quick[@]}" --repetitions 3 --format json -o "$tmp/rep.json" \
+  --save-baseline reps >/dev/null 2>"$tmp/err" || fail "--repetitions 3: $(cat "$tmp/err")"
+python3 - "$tmp/rep.json" <<'PY' || fail "repetitions in the report"
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    t = r["time"]
+    assert t["repetitions"] == 3 and len(t["repetition_medians"]) == 3, t
+    assert len(t["raw"]) == t["samples"] == 9, t      # --runs 3 in each of the 3 processes
+PY
+"$OPPERF" run relu exp --shapes standard --pass fwd "${quick[@]}" --repetitions 2 --compare-baseline reps \
+  --metric task-clock --events task-clock >"$tmp/b.out" 2>&1
+rc=$?
+{ [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ]; } && grep -q "task-clock" "$tmp/b.out" || fail "--compare-baseline --metric task-clock: $rc $(cat "$tmp/b.out")"
+"$OPPERF" run relu --shapes standard "${quick[@]}" --compare-baseline reps --metric nosuch >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "--metric nosuch: $(cat "$tmp/err")"
+for bad in "--repetitions 0" "--repetitions 17" "--repetitions x" "--impl bogus"; do
+  # shellcheck disable=SC2086
+  "$OPPERF" run relu $bad >/dev/null 2>"$tmp/err"
+  [ $? -eq 2 ] || fail "$bad accepted"
+done
+
 if [ "$fails" -ne 0 ]; then
   echo "$fails gate check(s) failed"
   exit 1
