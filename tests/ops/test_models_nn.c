@@ -13,23 +13,6 @@
 
 #include "test_support.h"
 
-/* Exact flops and bytes of one case for the three passes. */
-static void golden(const char *name, opf_dtype dt, const char *spec, double f_fwd, double f_bwd,
-                   double b_fwd, double b_bwd) {
-  const opf_op *op = ts_op(name);
-  opf_case c;
-  opf_err e;
-  if (opf_case_init(&c, op, dt, spec, &e)) fail_msg("%s [%s]: %s", name, spec, e.msg);
-  double (*fl)(const opf_case *, opf_pass) = op->flops ? op->flops : opf_default_flops;
-  double (*by)(const opf_case *, opf_pass) = op->bytes ? op->bytes : opf_default_bytes;
-  assert_float_equal(fl(&c, OPF_PASS_FWD), f_fwd, 0);
-  assert_float_equal(fl(&c, OPF_PASS_BWD), f_bwd, 0);
-  assert_float_equal(fl(&c, OPF_PASS_BOTH), f_fwd + f_bwd, 0);
-  assert_float_equal(by(&c, OPF_PASS_FWD), b_fwd, 0);
-  assert_float_equal(by(&c, OPF_PASS_BWD), b_bwd, 0);
-  assert_float_equal(by(&c, OPF_PASS_BOTH), b_fwd + b_bwd, 0);
-}
-
 static void test_golden_models(void **state) {
   (void)state;
   /* conv2d x=(32,64,56,56), 64 filters 3x3, pad 1, float32: output (32,64,56,56), 6422528
@@ -37,61 +20,51 @@ static void test_golden_models(void **state) {
    * add per output: fwd 7405174784; bwd 2*7398752256 (dw and dx) + 6422528 (db) =
    * 14803927040. Bytes (default model): x 25690112, w 64*64*9*4 = 147456, b 256, y 25690112;
    * fwd x+w+b+y = 51527936; bwd g + (x+w+b) read + (dx+dw+db) written = 77365760. */
-  golden("conv2d", OPF_F32, "x=32x64x56x56 filters=64 kernel=3 pad=1", 7405174784.0,
+  ts_expect_models("conv2d", OPF_F32, "x=32x64x56x56 filters=64 kernel=3 pad=1", 7405174784.0,
          14803927040.0, 51527936.0, 77365760.0);
   /* without the bias: no adds, no b */
-  golden("conv2d", OPF_F32, "x=32x64x56x56 filters=64 kernel=3 pad=1 b=none", 7398752256.0,
+  ts_expect_models("conv2d", OPF_F32, "x=32x64x56x56 filters=64 kernel=3 pad=1 b=none", 7398752256.0,
          14797504512.0, 51527680.0, 77365248.0);
   /* max_pool2d x=(32,64,56,56) 2x2 stride 2, float32: 1605632 outputs of 4 taps: 6422528
    * compares fwd; 1605632 adds (the scatter) bwd. Bytes: x 6422528 and y 1605632 elements,
    * 4 bytes each, plus the int32 argmax (4 per output) written fwd / read bwd: 38535168. */
-  golden("max_pool2d", OPF_F32, "x=32x64x56x56 kernel=2 stride=2", 6422528.0, 1605632.0,
+  ts_expect_models("max_pool2d", OPF_F32, "x=32x64x56x56 kernel=2 stride=2", 6422528.0, 1605632.0,
          38535168.0, 38535168.0);
   /* avg_pool2d x=(32,64,56,56) 3x3 stride 1 pad 1, float32: 6422528 outputs of 9 taps plus
    * one scale each: 64225280 both ways. Bytes: x and y, 6422528 elements each: 51380224. */
-  golden("avg_pool2d", OPF_F32, "x=32x64x56x56 kernel=3 stride=1 pad=1", 64225280.0,
+  ts_expect_models("avg_pool2d", OPF_F32, "x=32x64x56x56 kernel=3 stride=1 pad=1", 64225280.0,
          64225280.0, 51380224.0, 51380224.0);
   /* batch_norm x=(32,64,56,56) float32, n = 6422528 elements, C = 64. train: 7n fwd, 9n bwd;
    * bytes fwd (2n + 4C)*4 = 51381248 (x, y, gamma, beta, running mean and var), bwd
    * (3n + 3C)*4 = 77071104 (g, x, dx; gamma, dgamma, dbeta). inference: 3n fwd, 5n bwd; bwd
    * also reads the running mean and var: (3n + 5C)*4 = 77071616. */
-  golden("batch_norm", OPF_F32, "x=32x64x56x56 mode=train", 44957696.0, 57802752.0, 51381248.0,
+  ts_expect_models("batch_norm", OPF_F32, "x=32x64x56x56 mode=train", 44957696.0, 57802752.0, 51381248.0,
          77071104.0);
-  golden("batch_norm", OPF_F32, "x=32x64x56x56 mode=inference", 19267584.0, 32112640.0,
+  ts_expect_models("batch_norm", OPF_F32, "x=32x64x56x56 mode=inference", 19267584.0, 32112640.0,
          51381248.0, 77071616.0);
   /* 2-D float64 (32,1024): n = 32768, C = 1024: 7n = 229376, 9n = 294912; bytes
    * (2n + 4C)*8 = 557056, (3n + 3C)*8 = 811008. */
-  golden("batch_norm", OPF_F64, "x=32x1024", 229376.0, 294912.0, 557056.0, 811008.0);
-}
-
-/* Shape of input or output `which` ("in:NAME" / "out") of a resolved spec, as "AxB". */
-static void expect_shape(const char *name, const char *spec, int in, int idx, const char *want) {
-  opf_case c;
-  opf_err e;
-  char got[96];
-  if (opf_case_init(&c, ts_op(name), OPF_F32, spec, &e)) fail_msg("%s [%s]: %s", name, spec, e.msg);
-  opf_shape_str(in ? &c.in[idx] : &c.out[idx], got, sizeof got);
-  if (strcmp(got, want)) fail_msg("%s [%s]: %s %d is %s, expected %s", name, spec, in ? "input" : "output", idx, got, want);
+  ts_expect_models("batch_norm", OPF_F64, "x=32x1024", 229376.0, 294912.0, 557056.0, 811008.0);
 }
 
 static void test_derived_shapes(void **state) {
   (void)state;
   /* w (F, C/groups, KH, KW) and b (F) from the params; y (N, F, OH, OW) */
-  expect_shape("conv2d", "x=2x6x9x9 filters=4 kernel=3 groups=2", 1, 1, "4x3x3x3");
-  expect_shape("conv2d", "x=2x6x9x9 filters=4 kernel=3 groups=2", 1, 2, "4");
-  expect_shape("conv2d", "x=2x6x9x9 filters=4 kernel=3 groups=2", 0, 0, "2x4x7x7");
+  ts_expect_shape("conv2d", "x=2x6x9x9 filters=4 kernel=3 groups=2", 1, 1, "4x3x3x3");
+  ts_expect_shape("conv2d", "x=2x6x9x9 filters=4 kernel=3 groups=2", 1, 2, "4");
+  ts_expect_shape("conv2d", "x=2x6x9x9 filters=4 kernel=3 groups=2", 0, 0, "2x4x7x7");
   /* kh/kw override the square kernel: OH = 6+2-2+1, OW = 5+2-3+1 */
-  expect_shape("conv2d", "x=1x2x6x5 filters=3 kh=2 kw=3 pad=1", 1, 1, "3x2x2x3");
-  expect_shape("conv2d", "x=1x2x6x5 filters=3 kh=2 kw=3 pad=1", 0, 0, "1x3x7x5");
+  ts_expect_shape("conv2d", "x=1x2x6x5 filters=3 kh=2 kw=3 pad=1", 1, 1, "3x2x2x3");
+  ts_expect_shape("conv2d", "x=1x2x6x5 filters=3 kh=2 kw=3 pad=1", 0, 0, "1x3x7x5");
   /* a given w decides F and the kernel: (16 + 2 - 2*(5-1) - 1)/3 + 1 = 4 */
-  expect_shape("conv2d", "x=1x4x16x16 w=10x4x5x5 stride=3 pad=1 dilation=2", 0, 0, "1x10x4x4");
+  ts_expect_shape("conv2d", "x=1x4x16x16 w=10x4x5x5 stride=3 pad=1 dilation=2", 0, 0, "1x10x4x4");
   /* pooling: stride defaults to the kernel; (7 + 2 - 3)/2 + 1 = 4 */
-  expect_shape("max_pool2d", "x=2x3x9x8 kernel=2", 0, 0, "2x3x4x4");
-  expect_shape("avg_pool2d", "x=2x3x7x7 kernel=3 stride=2 pad=1", 0, 0, "2x3x4x4");
+  ts_expect_shape("max_pool2d", "x=2x3x9x8 kernel=2", 0, 0, "2x3x4x4");
+  ts_expect_shape("avg_pool2d", "x=2x3x7x7 kernel=3 stride=2 pad=1", 0, 0, "2x3x4x4");
   /* batch_norm: the per-channel vectors from x's channel axis */
-  expect_shape("batch_norm", "x=4x7x3x3", 1, 1, "7");
-  expect_shape("batch_norm", "x=4x7x3x3", 1, 4, "7");
-  expect_shape("batch_norm", "x=32x1024", 0, 0, "32x1024");
+  ts_expect_shape("batch_norm", "x=4x7x3x3", 1, 1, "7");
+  ts_expect_shape("batch_norm", "x=4x7x3x3", 1, 4, "7");
+  ts_expect_shape("batch_norm", "x=32x1024", 0, 0, "32x1024");
 }
 
 static void test_conv_errors(void **state) {

@@ -80,3 +80,29 @@ void ts_expect_einval(const char *name, const char *spec, const char *want) {
   if (rc != OPF_EINVAL) fail_msg("%s [%s]: expected OPF_EINVAL, got %d", name, spec, rc);
   if (!strstr(e.msg, want)) fail_msg("%s [%s]: message '%s' does not mention '%s'", name, spec, e.msg, want);
 }
+
+void ts_expect_models(const char *name, opf_dtype dt, const char *spec, double f_fwd, double f_bwd,
+                      double b_fwd, double b_bwd) {
+  const opf_op *op = ts_op(name);
+  opf_case c;
+  opf_err e;
+  if (opf_case_init(&c, op, dt, spec, &e)) fail_msg("%s [%s]: %s", name, spec, e.msg);
+  double (*fl)(const opf_case *, opf_pass) = op->flops ? op->flops : opf_default_flops;
+  double (*by)(const opf_case *, opf_pass) = op->bytes ? op->bytes : opf_default_bytes;
+  const double want[6] = {f_fwd, f_bwd, f_fwd + f_bwd, b_fwd, b_bwd, b_fwd + b_bwd};
+  const double got[6] = {fl(&c, OPF_PASS_FWD), fl(&c, OPF_PASS_BWD), fl(&c, OPF_PASS_BOTH),
+                         by(&c, OPF_PASS_FWD), by(&c, OPF_PASS_BWD), by(&c, OPF_PASS_BOTH)};
+  static const char *what[6] = {"flops fwd", "flops bwd", "flops both", "bytes fwd", "bytes bwd", "bytes both"};
+  for (int k = 0; k < 6; k++)
+    if (got[k] != want[k]) fail_msg("%s [%s] %s: %s is %.17g, expected %.17g", name, spec, opf_dtype_name(dt), what[k], got[k], want[k]);
+}
+
+void ts_expect_shape(const char *name, const char *spec, int in, int idx, const char *want) {
+  opf_case c;
+  opf_err e;
+  char got[96];
+  if (opf_case_init(&c, ts_op(name), OPF_F32, spec, &e)) fail_msg("%s [%s]: %s", name, spec, e.msg);
+  opf_shape_str(in ? &c.in[idx] : &c.out[idx], got, sizeof got);
+  if (strcmp(got, want))
+    fail_msg("%s [%s]: %s %d is %s, expected %s", name, spec, in ? "input" : "output", idx, got, want);
+}

@@ -19,4 +19,11 @@ void ts_case_ready(opf_case *c, const opf_op *op, opf_dtype dt, const char *spec
 const opf_op *ts_op(const char *name);
 /* opf_case_init(name, float32, spec) must fail with OPF_EINVAL and a message containing want. */
 void ts_expect_einval(const char *name, const char *spec, const char *want);
+/* Golden work and traffic models: flops and bytes of op name on spec for fwd and bwd must be
+ * exactly these (and both the sums); fails the current test otherwise. */
+void ts_expect_models(const char *name, opf_dtype dt, const char *spec, double f_fwd, double f_bwd,
+                      double b_fwd, double b_bwd);
+/* Shape of input idx (in != 0) or output idx of name resolved on spec (float32) must be want
+ * ("AxB"). */
+void ts_expect_shape(const char *name, const char *spec, int in, int idx, const char *want);
 #endif
