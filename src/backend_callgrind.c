@@ -355,6 +355,7 @@ int opf_cg_attach(opf_result *r, const opf_cg_totals *t, int counted, const opf_
    * calls. */
   r->total_time -= r->samples[0] * (double)r->batch;
   memmove(r->samples, r->samples + 1, sizeof *r->samples * (size_t)counted);
+  if (r->sample_start) memmove(r->sample_start, r->sample_start + 1, sizeof *r->sample_start * (size_t)counted);
   r->n_samples = counted;
   opf_stats_compute(r->samples, r->n_samples, &r->time);
   double calls = (double)counted * (double)r->batch;

@@ -42,6 +42,8 @@ void opf_result_release(opf_result *r) {
   r->samples = NULL;
   free(r->cpu_samples);
   r->cpu_samples = NULL;
+  free(r->sample_start);
+  r->sample_start = NULL;
   for (int i = 0; i < r->n_events; i++) {
     free(r->events[i].raw);
     r->events[i].raw = NULL;
@@ -69,9 +71,17 @@ void opf_result_merge(opf_result *acc, opf_result *rep) {
   }
   if (acc->n_reps >= OPF_MAX_REPS || !rep->samples) goto out;
   int n = acc->n_samples;
-  if (append(&acc->samples, n, rep->samples, rep->n_samples) ||
-      (acc->cpu_samples && rep->cpu_samples && append(&acc->cpu_samples, n, rep->cpu_samples, rep->n_samples)))
-    goto out;
+  if (append(&acc->samples, n, rep->samples, rep->n_samples)) goto out;
+  /* Per-sample arrays that only some samples would have: none. */
+  if (!acc->cpu_samples || !rep->cpu_samples || append(&acc->cpu_samples, n, rep->cpu_samples, rep->n_samples)) {
+    free(acc->cpu_samples);
+    acc->cpu_samples = NULL;
+  }
+  if (!acc->sample_start || !rep->sample_start ||
+      append(&acc->sample_start, n, rep->sample_start, rep->n_samples)) {
+    free(acc->sample_start);
+    acc->sample_start = NULL;
+  }
   acc->n_samples = n + rep->n_samples;
   opf_stats_compute(acc->samples, acc->n_samples, &acc->time);
   acc->rep_median[acc->n_reps++] = rep->time.median;
@@ -336,7 +346,8 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
   int cap = s->max_runs > 0 ? s->max_runs : 1000;
   r->samples = malloc(sizeof *r->samples * (size_t)cap);
   r->cpu_samples = malloc(sizeof *r->cpu_samples * (size_t)cap);
-  if (!r->samples || !r->cpu_samples) {
+  r->sample_start = malloc(sizeof *r->sample_start * (size_t)cap);
+  if (!r->samples || !r->cpu_samples || !r->sample_start) {
     rc = OPF_ENOMEM;
     snprintf(c->err.msg, sizeof c->err.msg, "cannot allocate the sample buffer");
     goto kernel_failed;
@@ -375,6 +386,7 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
     snap_ok = snap_ok && opf_pmu_read(pmu, &sb) == OPF_OK;
     if (rc) break;
     r->cpu_samples[n] = (ce - cb) / (double)k;
+    r->sample_start[n] = b;
     r->samples[n++] = (e - b) / (double)k;
     r->total_time += e - b;
     for (size_t i = 0; snap_ok && i < nev; i++) {

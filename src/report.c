@@ -20,6 +20,7 @@ static const struct {
     [OPF_FMT_MD] = {"md", ".md", &opf_emit_md},
     [OPF_FMT_JSONL] = {"jsonl", ".jsonl", &opf_emit_jsonl},
     [OPF_FMT_GBENCH] = {"gbench", ".gbench.json", &opf_emit_gbench},
+    [OPF_FMT_TRACE] = {"trace", ".trace.json", &opf_emit_trace},
 };
 
 int opf_format_parse(const char *s) {

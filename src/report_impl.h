@@ -27,7 +27,7 @@ struct opf_emitter {
 };
 
 extern const emitter_ops opf_emit_table, opf_emit_md, opf_emit_json, opf_emit_csv, opf_emit_jsonl,
-    opf_emit_gbench;
+    opf_emit_gbench, opf_emit_trace;
 
 /* Shared by back-ends: input shapes "1024x1024, 1x1024". */
 void opf_result_inputs(const opf_result *r, char *buf, size_t n);

@@ -138,6 +138,13 @@ int opf_shape_parse(const char *s, int *ndim, int64_t *shape, opf_err *err) {
       return opf_err_set(err, OPF_EINVAL, "malformed shape '%s': unexpected '%c'", s, *p);
     break;
   }
+  /* Bound the element count so operators' index arithmetic (products of dims, strides, sizes
+   * of derived tensors) cannot overflow int64: 2^56 elements is far beyond any memory. */
+  int64_t numel = 1;
+  for (int i = 0; i < nd; i++)
+    if (shape[i] && numel > ((int64_t)1 << 56) / shape[i])
+      return opf_err_set(err, OPF_EINVAL, "shape '%s' has more than 2^56 elements", s);
+    else numel *= shape[i];
   *ndim = nd;
   return OPF_OK;
 }

@@ -142,6 +142,8 @@ struct opf_result {
   int n_samples;
   double *samples;      /* seconds per call, one per sample (owned) */
   double *cpu_samples;  /* process CPU seconds (all threads) per call, per sample (owned) */
+  double *sample_start; /* CLOCK_MONOTONIC_RAW seconds (opf_now) at each sample's start (owned;
+                         * NULL when unknown): the trace format's timeline */
   opf_stats time;       /* seconds per call (over the samples of every repetition) */
   int n_reps;           /* repetitions merged into this result (--repetitions; 1 by default) */
   double rep_median[OPF_MAX_REPS]; /* median time per call of each repetition */

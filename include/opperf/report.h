@@ -68,6 +68,7 @@ typedef enum opf_format {
   OPF_FMT_TABLE, OPF_FMT_JSON, OPF_FMT_CSV, OPF_FMT_MD,
   OPF_FMT_JSONL,  /* JSON lines, written as results arrive (not atomic: survives a kill) */
   OPF_FMT_GBENCH, /* Google Benchmark-compatible JSON */
+  OPF_FMT_TRACE,  /* Chrome trace-event JSON (Perfetto, chrome://tracing): one event per sample */
   OPF_NFORMATS
 } opf_format;
 int opf_format_parse(const char *s);       /* -1 when unknown */

@@ -14,6 +14,7 @@ int cmd_run(int argc, char **argv);
 int cmd_events(int argc, char **argv);
 int cmd_machine(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
 
 /* The comparison report of two JSON reports (cmd_compare.c); returns the exit status. */
 struct opf_cmp_opts;
@@ -33,6 +34,18 @@ int cli_parse_double(const char *s, double *v);
 int cli_parse_int(const char *s, long long *v);
 /* A relative change: "5%" or "0.05" (>= 0 and below 100); 0 when malformed. */
 int cli_parse_fraction(const char *s, double *v);
+/* --pass LIST (fwd, bwd, both) as a mask of 1 << OPF_PASS_*; prints the usage error and
+ * returns 2 when malformed, else 0. */
+int cli_parse_passes(const char *list, int *mask);
+/* A non-negative number of seconds (at most 1e6) for option opt; usage error (2) otherwise. */
+int cli_parse_seconds(const char *opt, const char *v, double *out);
+/* "opperf ARG..." for the context block. */
+void cli_join_argv(int argc, char **argv, char *buf, size_t n);
+/* Verbose mode (-v, OPPERF_VERBOSE=1): is the environment asking for it? */
+int cli_verbose_env(void);
+/* One machine-readable line per measured case pass on stderr (documented in opperf(1)):
+ * opperf_verbose,CMD,OP,IMPL,INPUTS,DTYPE,PASS,STATUS,key=value,... */
+void cli_verbose_line(const char *cmd, const opf_result *r, const opf_settings *s);
 /* Does the category match the filter (exact, or prefix followed by '.')? */
 int cli_category_matches(const char *category, const char *filter);
 

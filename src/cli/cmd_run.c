@@ -52,6 +52,7 @@ typedef struct run_opts {
   const char *metric;     /* --metric: what --compare-baseline compares (time by default) */
   int reps;               /* --repetitions: independent measurements per case, merged */
   int impls;              /* --impl: mask of OPF_IMPL_* bits for fused operators (default both) */
+  int verbose;            /* -v / OPPERF_VERBOSE: one opperf_verbose line per case pass */
 } run_opts;
 
 static void usage(void) {
@@ -87,7 +88,10 @@ static void usage(void) {
       "                       counters per call (sim:Ir, sim:D1mr, ...); times are not real\n"
       "output:\n"
       "  --format LIST        table (default), json, jsonl (streamed), csv, md, gbench (Google\n"
-      "                       Benchmark JSON); FMT=FILE writes that format to FILE\n"
+      "                       Benchmark JSON), trace (Chrome trace events: Perfetto,\n"
+      "                       chrome://tracing); FMT=FILE writes that format to FILE\n"
+      "  -v, --verbose        one machine-readable line per case pass on stderr as it ends\n"
+      "                       (also OPPERF_VERBOSE=1; fields in opperf(1))\n"
       "  -o FILE              write the (non-table) report to FILE, atomically\n"
       "  --save-tensors DIR   write each case's inputs and outputs as .npy files into DIR\n"
       "isolation:\n"
@@ -111,20 +115,6 @@ static void usage(void) {
       "  --baseline-dir DIR       where baselines live (default $OPPERF_BASELINE_DIR, else\n"
       "                           $XDG_DATA_HOME/opperf/baselines or ~/.local/share/...)\n"
       "  --dry-run            list the cases that would run, and exit\n");
-}
-
-static int parse_passes(const char *list, int *mask) {
-  char buf[64];
-  snprintf(buf, sizeof buf, "%s", list);
-  *mask = 0;
-  char *save = NULL;
-  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    if (!strcmp(t, "fwd") || !strcmp(t, "forward")) *mask |= 1 << OPF_PASS_FWD;
-    else if (!strcmp(t, "bwd") || !strcmp(t, "backward")) *mask |= 1 << OPF_PASS_BWD;
-    else if (!strcmp(t, "both")) *mask |= 1 << OPF_PASS_BOTH;
-    else return cli_usage_error("unknown pass '%s' (use fwd, bwd or both)", t);
-  }
-  return *mask ? 0 : cli_usage_error("--pass needs at least one of fwd, bwd, both");
 }
 
 static int parse_dtypes(const char *list, unsigned *mask) {
@@ -177,7 +167,7 @@ static int add_format(run_opts *o, const char *item) {
   memcpy(name, item, l);
   name[l] = '\0';
   int f = opf_format_parse(name);
-  if (f < 0) return cli_usage_error("unknown format '%s' (use table, json, jsonl, csv, md or gbench)", name);
+  if (f < 0) return cli_usage_error("unknown format '%s' (use table, json, jsonl, csv, md, gbench or trace)", name);
   if (eq && !eq[1]) return cli_usage_error("--format %s: missing file name after '%c'", name, *eq);
   if (o->n_out == MAX_OUTPUTS) return cli_usage_error("too many --format entries");
   o->fmt[o->n_out] = (opf_format)f;
@@ -194,12 +184,6 @@ static int parse_formats(run_opts *o, char *list) {
   for (char *t = strtok_r(list, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save))
     rc = add_format(o, t);
   return rc;
-}
-
-static int need_pos(const char *opt, const char *v, double *out) {
-  if (!cli_parse_double(v, out) || !(*out >= 0) || *out > 1e6)
-    return cli_usage_error("%s needs a non-negative number of seconds, not '%s'", opt, v);
-  return 0;
 }
 
 static char base_save_path[1024], base_cmp_path[1024], base_run_path[1024];
@@ -280,6 +264,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       {"timeout", required_argument, 0, O_TIMEOUT}, {"child-case", required_argument, 0, O_CHILD_CASE},
       {"child-fd", required_argument, 0, O_CHILD_FD}, {"impl", required_argument, 0, O_IMPL},
       {"repetitions", required_argument, 0, O_REPS}, {"metric", required_argument, 0, O_METRIC},
+      {"verbose", no_argument, 0, 'v'},
       {0, 0, 0, 0}};
   opf_settings_default(&o->s);
   o->threshold = 0.05;
@@ -295,9 +280,10 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   opterr = 0;
   int ch;
   long long v;
-  while ((ch = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+  while ((ch = getopt_long(argc, argv, ":o:hv", opts, NULL)) != -1) {
     switch (ch) {
     case 'h': usage(); return -1;
+    case 'v': o->verbose = 1; break;
     case O_SHAPES: o->sets = optarg; break;
     case O_INPUT:
     case O_PARAM: {
@@ -318,10 +304,10 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       break;
     case O_DTYPE: o->dtypes = optarg; break;
     case O_PASS: o->passes = optarg; o->passes_explicit = 1; break;
-    case O_WARMUP: if (need_pos("--warmup", optarg, &o->s.warmup)) return 2; break;
-    case O_MINTIME: if (need_pos("--min-time", optarg, &o->s.min_time)) return 2; break;
-    case O_MAXTIME: if (need_pos("--max-time", optarg, &o->s.max_time)) return 2; break;
-    case O_SAMPLE: if (need_pos("--sample-time", optarg, &o->s.sample_time)) return 2; break;
+    case O_WARMUP: if (cli_parse_seconds("--warmup", optarg, &o->s.warmup)) return 2; break;
+    case O_MINTIME: if (cli_parse_seconds("--min-time", optarg, &o->s.min_time)) return 2; break;
+    case O_MAXTIME: if (cli_parse_seconds("--max-time", optarg, &o->s.max_time)) return 2; break;
+    case O_SAMPLE: if (cli_parse_seconds("--sample-time", optarg, &o->s.sample_time)) return 2; break;
     case O_METRIC: o->metric = optarg; break;
     case O_REPS:
       if (!cli_parse_int(optarg, &v) || v < 1 || v > OPF_MAX_REPS)
@@ -544,11 +530,6 @@ static int build_cases(run_opts *o, const opf_op **ops, int nops, int named, cas
   return 0;
 }
 
-static void join_argv(int argc, char **argv, char *buf, size_t n) {
-  size_t off = (size_t)snprintf(buf, n, "opperf");
-  for (int i = 0; i < argc && off < n; i++) off += (size_t)snprintf(buf + off, n - off, " %s", argv[i]);
-}
-
 /* Where each format goes: FMT=FILE wins; -o FILE takes the non-table formats (one: FILE as
  * given; several: FILE with each format's extension); everything else goes to stdout. */
 static void resolve_paths(run_opts *o, char **paths) {
@@ -627,11 +608,12 @@ int cmd_run(int argc, char **argv) {
   cli_backend_save_args(argc, argv); /* before parse_args tokenises --format in place */
   cli_isolate_save_args(argc, argv);
   char command[512]; /* for the context block, also taken before the tokenising */
-  join_argv(argc, argv, command, sizeof command);
+  cli_join_argv(argc, argv, command, sizeof command);
   int rc = parse_args(argc, argv, &o);
   if (rc) return rc < 0 ? EXIT_OK : EXIT_USAGE;
+  o.verbose |= cli_verbose_env();
   int pass_mask;
-  if (parse_passes(o.passes, &pass_mask)) return EXIT_USAGE;
+  if (cli_parse_passes(o.passes, &pass_mask)) return EXIT_USAGE;
 
   int max_ops = opf_op_count() + 1, nops = 0;
   const opf_op **ops = calloc((size_t)max_ops, sizeof *ops);
@@ -749,6 +731,10 @@ int cmd_run(int argc, char **argv) {
         r->roofline_time = opf_roofline_time(&mach, r->dtype, o.s.threads, r->flops, r->bytes);
       }
       failed += r->status >= OPF_ST_ERROR;
+      if (o.verbose) {
+        if (tty) fputs("\r\033[K", stderr); /* the progress indicator is redrawn next case */
+        cli_verbose_line("run", r, &o.s);
+      }
       for (int f = 0; f < o.n_out; f++) opf_emitter_record(em[f], r);
       opf_result_release(r);
     }

@@ -45,6 +45,7 @@ int cli_child_send(int fd, const opf_result *r) {
   int rc = write_all(fd, &magic, sizeof magic) || write_all(fd, r, sizeof *r);
   if (r->samples) rc |= write_all(fd, r->samples, sizeof *r->samples * (size_t)r->n_samples);
   if (r->cpu_samples) rc |= write_all(fd, r->cpu_samples, sizeof *r->cpu_samples * (size_t)r->n_samples);
+  if (r->sample_start) rc |= write_all(fd, r->sample_start, sizeof *r->sample_start * (size_t)r->n_samples);
   for (int i = 0; i < r->n_events; i++)
     if (r->events[i].raw) rc |= write_all(fd, r->events[i].raw, sizeof(double) * (size_t)r->events[i].n_raw);
   return rc ? -1 : 0;
@@ -80,7 +81,8 @@ static int parse(const char *buf, size_t len, opf_result *out, int max) {
     memcpy(r, buf + pos, sizeof *r);
     pos += sizeof *r;
     int ok = 1, has_s = r->samples != NULL, has_c = r->cpu_samples != NULL;
-    r->samples = r->cpu_samples = NULL;
+    int has_t = r->sample_start != NULL;
+    r->samples = r->cpu_samples = r->sample_start = NULL;
     int has_raw[OPF_PMU_MAX_EVENTS];
     for (int i = 0; i < r->n_events && i < OPF_PMU_MAX_EVENTS; i++) {
       has_raw[i] = r->events[i].raw != NULL;
@@ -88,6 +90,7 @@ static int parse(const char *buf, size_t len, opf_result *out, int max) {
     }
     if (has_s) r->samples = take(buf, len, &pos, r->n_samples, &ok);
     if (has_c && ok) r->cpu_samples = take(buf, len, &pos, r->n_samples, &ok);
+    if (has_t && ok) r->sample_start = take(buf, len, &pos, r->n_samples, &ok);
     for (int i = 0; ok && i < r->n_events && i < OPF_PMU_MAX_EVENTS; i++)
       if (has_raw[i]) r->events[i].raw = take(buf, len, &pos, r->events[i].n_raw, &ok);
     if (!ok) {

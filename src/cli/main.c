@@ -17,6 +17,7 @@ static const struct {
     {"events", cmd_events, "which performance counters work here (PMUs, presets, statuses)"},
     {"machine", cmd_machine, "measure peak FLOP/s and memory bandwidth (roofline ceilings)"},
     {"compare", cmd_compare, "compare two JSON reports: regressions with a significance test"},
+    {"sweep", cmd_sweep, "vary one operator's shapes: time, cycles and misses per element, SVG plot"},
 };
 
 static void usage(FILE *f) {
@@ -45,5 +46,5 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (!strcmp(cmd, commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
-  return cli_usage_error("unknown command '%s' (commands: list, describe, run, machine, events, compare; see opperf -h)", cmd);
+  return cli_usage_error("unknown command '%s' (commands: list, describe, run, sweep, machine, events, compare; see opperf -h)", cmd);
 }

@@ -36,6 +36,10 @@ static void test_shape_parse(void **state) {
   assert_int_equal(opf_shape_parse("12xab", &nd, s, &e), OPF_EINVAL);
   assert_non_null(strstr(e.msg, "12xab"));
   assert_int_equal(opf_shape_parse("", &nd, s, &e), OPF_EINVAL);
+  /* each dim is plausible, the product is not: rejected before any operator multiplies them */
+  assert_int_equal(opf_shape_parse("100000000000x100000000000", &nd, s, &e), OPF_EINVAL);
+  assert_non_null(strstr(e.msg, "more than 2^56 elements"));
+  assert_int_equal(opf_shape_parse("0x100000000000x100000000000", &nd, s, &e), OPF_OK);
   assert_int_equal(opf_shape_parse("1x2x3x4x5x6x7x8x9", &nd, s, &e), OPF_EINVAL);
   assert_int_equal(opf_shape_parse("99999999999999999999", &nd, s, &e), OPF_EINVAL);
   assert_int_equal(opf_shape_parse("-3x4", &nd, s, &e), OPF_EINVAL);

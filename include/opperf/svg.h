@@ -1,0 +1,33 @@
+/* svg.h: a small self-contained SVG line-plot writer (no plotting package): one polyline
+ * with markers per series, linear or log10 axes, tick labels, axis titles with units, a legend.
+ * Used by `opperf sweep --plot`. */
+#ifndef OPPERF_SVG_H
+#define OPPERF_SVG_H
+
+#include <stddef.h>
+
+#include "opperf/error.h"
+
+typedef struct opf_svg_series {
+  const char *label;    /* legend text */
+  int n;
+  const double *x, *y;  /* points; a non-finite y (or <= 0 on a log axis) is left out */
+} opf_svg_series;
+
+typedef struct opf_svg_plot {
+  const char *title;
+  const char *xlabel, *ylabel;  /* with units, e.g. "rows (elements)", "time per element (ns)" */
+  int xlog, ylog;               /* log10 axes */
+  /* Categorical x (explicit shape lists): x values are 0..n_xcat-1 and these are the ticks. */
+  const char *const *xcat;
+  int n_xcat;
+  int n_series;
+  const opf_svg_series *series;
+} opf_svg_plot;
+
+/* Render the plot as a standalone SVG document into a malloc'd buffer (*out, *len). */
+int opf_svg_render(const opf_svg_plot *p, char **out, size_t *len, opf_err *err);
+/* Number of points of series s the plot draws (the ones it can place on its axes). */
+int opf_svg_drawn_points(const opf_svg_plot *p, int s);
+
+#endif
