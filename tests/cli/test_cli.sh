@@ -43,7 +43,7 @@ grep -q 'nn\.activation' "$tmp/out" || fail "list --category nn lacks nn.activat
 expect 2 "no operator in category 'nosuch'" -- list --category nosuch
 expect 0 "" -- describe relu
 grep -q 'shape sets' "$tmp/out" || fail "describe relu lacks shape sets"
-expect 2 "did you mean 'relu'?" -- describe rleu
+expect 2 "did you mean 'relu'?" -- describe reluu
 
 # --- events ---------------------------------------------------------------------------
 expect 0 "" -- events sw
@@ -133,7 +133,7 @@ cmp -s "$tmp/st/0000_relu_float32_fwd_y.npy" "$tmp/st2/0000_relu_float32_fwd_y.n
 # --- bad input: one line, exit 2, no output file, no crash -------------------------------
 out="$tmp/bad.json"
 bad() { expect 2 "$1" -- "${@:2}" -o "$out"; [ ! -e "$out" ] || fail "output file written for: ${*:2}"; }
-bad "unknown operator 'rleu'; did you mean 'relu'?" run rleu
+bad "unknown operator 'reluu'; did you mean 'relu'?" run reluu
 bad "unknown operator or category 'zzzzzz'" run zzzzzz
 bad "malformed shape '12xab'" run relu --input x=12xab
 bad "has no input or param 'y'" run relu --input y=3x3
