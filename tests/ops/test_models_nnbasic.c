@@ -15,75 +15,46 @@
 
 #include "test_support.h"
 
-/* Exact flops and bytes of one case for the three passes. */
-static void golden(const char *name, const char *spec, double f_fwd, double f_bwd, double b_fwd,
-                   double b_bwd) {
-  const opf_op *op = ts_op(name);
-  opf_case c;
-  opf_err e;
-  if (opf_case_init(&c, op, OPF_F32, spec, &e)) fail_msg("%s [%s]: %s", name, spec, e.msg);
-  double (*fl)(const opf_case *, opf_pass) = op->flops ? op->flops : opf_default_flops;
-  double (*by)(const opf_case *, opf_pass) = op->bytes ? op->bytes : opf_default_bytes;
-  assert_float_equal(fl(&c, OPF_PASS_FWD), f_fwd, 0);
-  assert_float_equal(fl(&c, OPF_PASS_BWD), f_bwd, 0);
-  assert_float_equal(fl(&c, OPF_PASS_BOTH), f_fwd + f_bwd, 0);
-  assert_float_equal(by(&c, OPF_PASS_FWD), b_fwd, 0);
-  assert_float_equal(by(&c, OPF_PASS_BWD), b_bwd, 0);
-  assert_float_equal(by(&c, OPF_PASS_BOTH), b_fwd + b_bwd, 0);
-}
-
 static void test_golden_models(void **state) {
   (void)state;
   /* embedding, 1024 int64 indices into (10000, 512) float32: the forward gathers, no flops;
    * the backward adds 1024*512 = 524288 gradient elements. Bytes fwd: indices 8*1024 = 8192,
    * rows read and y written 2*1024*512*4 = 4194304: 4202496. bwd: indices 8192, dy
    * 1024*512*4 = 2097152, dweight written 10000*512*4 = 20480000: 22585344. */
-  golden("embedding", "indices=1024 input_dim=10000 output_dim=512", 0, 524288.0, 4202496.0,
+  ts_expect_models("embedding", OPF_F32, "indices=1024 input_dim=10000 output_dim=512", 0, 524288.0, 4202496.0,
          22585344.0);
   /* dropout (1024, 1024) float32, n = 1048576: train one multiply per element and pass;
    * inference a copy, no flops. Bytes either way 2*n*4 = 8388608 per pass. */
-  golden("dropout", "x=1024x1024 p=0.5 mode=train", 1048576.0, 1048576.0, 8388608.0, 8388608.0);
-  golden("dropout", "x=1024x1024 mode=inference", 0, 0, 8388608.0, 8388608.0);
+  ts_expect_models("dropout", OPF_F32, "x=1024x1024 p=0.5 mode=train", 1048576.0, 1048576.0, 8388608.0, 8388608.0);
+  ts_expect_models("dropout", OPF_F32, "x=1024x1024 mode=inference", 0, 0, 8388608.0, 8388608.0);
   /* layer_norm (32, 1024) float32, n = 32768, gamma/beta 1024: 7n = 229376 fwd, 14n = 458752
    * bwd (per-element gamma). Bytes (2n + 2*1024)*4 = 270336 fwd, (3n + 3*1024)*4 = 405504. */
-  golden("layer_norm", "x=32x1024", 229376.0, 458752.0, 270336.0, 405504.0);
+  ts_expect_models("layer_norm", OPF_F32, "x=32x1024", 229376.0, 458752.0, 270336.0, 405504.0);
   /* instance_norm and group_norm (32, 64, 56, 56) float32, n = 6422528, gamma/beta 64:
    * 7n = 44957696, 9n = 57802752; bytes (2n + 128)*4 = 51380736, (3n + 192)*4 = 77071104. */
-  golden("instance_norm", "x=32x64x56x56", 44957696.0, 57802752.0, 51380736.0, 77071104.0);
-  golden("group_norm", "x=32x64x56x56 groups=32", 44957696.0, 57802752.0, 51380736.0,
+  ts_expect_models("instance_norm", OPF_F32, "x=32x64x56x56", 44957696.0, 57802752.0, 51380736.0, 77071104.0);
+  ts_expect_models("group_norm", OPF_F32, "x=32x64x56x56 groups=32", 44957696.0, 57802752.0, 51380736.0,
          77071104.0);
   /* l2_normalization (32, 64, 56, 56) float32: 3n = 19267584, 5n = 32112640; bytes 2n*4 =
    * 51380224 (x, y), 3n*4 = 77070336 (g, x, dx); the same in every mode. */
-  golden("l2_normalization", "x=32x64x56x56 mode=instance", 19267584.0, 32112640.0, 51380224.0,
+  ts_expect_models("l2_normalization", OPF_F32, "x=32x64x56x56 mode=instance", 19267584.0, 32112640.0, 51380224.0,
          77070336.0);
-  golden("l2_normalization", "x=32x64x56x56 mode=channel", 19267584.0, 32112640.0, 51380224.0,
+  ts_expect_models("l2_normalization", OPF_F32, "x=32x64x56x56 mode=channel", 19267584.0, 32112640.0, 51380224.0,
          77070336.0);
   /* lrn (32, 64, 56, 56) nsize 5 float32: (5 + 4)n = 57802752 fwd, (2*5 + 9)n = 122028032 bwd;
    * bytes as l2_normalization. */
-  golden("lrn", "x=32x64x56x56 nsize=5", 57802752.0, 122028032.0, 51380224.0, 77070336.0);
-}
-
-/* Shape of input or output idx of a resolved spec, as "AxB". */
-static void expect_shape(const char *name, const char *spec, int in, int idx, const char *want) {
-  opf_case c;
-  opf_err e;
-  char got[96];
-  if (opf_case_init(&c, ts_op(name), OPF_F32, spec, &e)) fail_msg("%s [%s]: %s", name, spec, e.msg);
-  opf_shape_str(in ? &c.in[idx] : &c.out[idx], got, sizeof got);
-  if (strcmp(got, want))
-    fail_msg("%s [%s]: %s %d is %s, expected %s", name, spec, in ? "input" : "output", idx, got,
-             want);
+  ts_expect_models("lrn", OPF_F32, "x=32x64x56x56 nsize=5", 57802752.0, 122028032.0, 51380224.0, 77070336.0);
 }
 
 static void test_derived_shapes(void **state) {
   (void)state;
-  expect_shape("embedding", "indices=4x3 input_dim=10 output_dim=5", 1, 1, "10x5");
-  expect_shape("embedding", "indices=4x3 input_dim=10 output_dim=5", 0, 0, "4x3x5");
-  expect_shape("embedding", "indices=7 weight=9x2", 0, 0, "7x2");
-  expect_shape("layer_norm", "x=2x3x4x5 axes=2", 1, 1, "4x5");
-  expect_shape("layer_norm", "x=2x3x4x5", 1, 2, "5");
-  expect_shape("instance_norm", "x=2x3x4x5", 1, 1, "3");
-  expect_shape("group_norm", "x=2x6x4 groups=3", 1, 2, "6");
+  ts_expect_shape("embedding", "indices=4x3 input_dim=10 output_dim=5", 1, 1, "10x5");
+  ts_expect_shape("embedding", "indices=4x3 input_dim=10 output_dim=5", 0, 0, "4x3x5");
+  ts_expect_shape("embedding", "indices=7 weight=9x2", 0, 0, "7x2");
+  ts_expect_shape("layer_norm", "x=2x3x4x5 axes=2", 1, 1, "4x5");
+  ts_expect_shape("layer_norm", "x=2x3x4x5", 1, 2, "5");
+  ts_expect_shape("instance_norm", "x=2x3x4x5", 1, 1, "3");
+  ts_expect_shape("group_norm", "x=2x6x4 groups=3", 1, 2, "6");
 }
 
 static void test_errors(void **state) {

@@ -15,61 +15,46 @@
 
 #include "test_support.h"
 
-/* Exact flops and bytes of one case for the three passes. */
-static void golden(const char *name, const char *spec, double f_fwd, double f_bwd, double b_fwd,
-                   double b_bwd) {
-  const opf_op *op = ts_op(name);
-  opf_case c;
-  opf_err e;
-  if (opf_case_init(&c, op, OPF_F32, spec, &e)) fail_msg("%s [%s]: %s", name, spec, e.msg);
-  assert_float_equal(op->flops(&c, OPF_PASS_FWD), f_fwd, 0);
-  assert_float_equal(op->flops(&c, OPF_PASS_BWD), f_bwd, 0);
-  assert_float_equal(op->flops(&c, OPF_PASS_BOTH), f_fwd + f_bwd, 0);
-  assert_float_equal(op->bytes(&c, OPF_PASS_FWD), b_fwd, 0);
-  assert_float_equal(op->bytes(&c, OPF_PASS_BWD), b_bwd, 0);
-  assert_float_equal(op->bytes(&c, OPF_PASS_BOTH), b_fwd + b_bwd, 0);
-}
-
 static void test_golden_models(void **state) {
   (void)state;
   /* upsample x=(32,64,56,56) x2 float32: y (32,64,112,112) = 25690112 elements, x 6422528.
    * nearest moves data: 0 flops forward, one add per gradient element backward; bilinear
    * weighs 4 taps (4 multiplies + 3 adds) per output both ways: 179830784. Bytes: x and y,
    * 4 each: (6422528 + 25690112) * 4 = 128450560 both ways. */
-  golden("upsample_nearest", "x=32x64x56x56 scale=2", 0, 25690112.0, 128450560.0, 128450560.0);
-  golden("upsample_bilinear", "x=32x64x56x56 scale=2", 179830784.0, 179830784.0, 128450560.0,
+  ts_expect_models("upsample_nearest", OPF_F32, "x=32x64x56x56 scale=2", 0, 25690112.0, 128450560.0, 128450560.0);
+  ts_expect_models("upsample_bilinear", OPF_F32, "x=32x64x56x56 scale=2", 179830784.0, 179830784.0, 128450560.0,
          128450560.0);
   /* NHWC moves the same data */
-  golden("upsample_nearest", "x=32x56x56x64 scale=2 layout=NHWC", 0, 25690112.0, 128450560.0,
+  ts_expect_models("upsample_nearest", OPF_F32, "x=32x56x56x64 scale=2 layout=NHWC", 0, 25690112.0, 128450560.0,
          128450560.0);
   /* adaptive x=(32,64,56,56) -> 7x7: 2048 planes, bins of 8 rows and 8 columns: every element
    * added once (56*56) plus one scale per output (49): 2048 * 3185 = 6522880 both ways.
    * Bytes: (6422528 + 100352) * 4 = 26091520. */
-  golden("adaptive_avg_pool2d", "x=32x64x56x56 output_size=7", 6522880.0, 6522880.0, 26091520.0,
+  ts_expect_models("adaptive_avg_pool2d", OPF_F32, "x=32x64x56x56 output_size=7", 6522880.0, 6522880.0, 26091520.0,
          26091520.0);
   /* global: (32,512,7,7) -> 1x1: 16384 planes of 49 adds + 1 scale = 819200; bytes
    * (802816 + 16384) * 4 = 3276800. */
-  golden("adaptive_avg_pool2d", "x=32x512x7x7 output_size=1", 819200.0, 819200.0, 3276800.0,
+  ts_expect_models("adaptive_avg_pool2d", OPF_F32, "x=32x512x7x7 output_size=1", 819200.0, 819200.0, 3276800.0,
          3276800.0);
   /* adaptive 5 -> 3 rows (bins 0-2, 1-4, 3-5: 2+3+2 = 7 row-taps) x 4 -> 4 columns (4): 7*4
    * adds + 12 scales = 40 per plane, 2 planes: 80; bytes (40 + 24) * 4 = 256. */
-  golden("adaptive_avg_pool2d", "x=1x2x5x4 output_size=3,4", 80.0, 80.0, 256.0, 256.0);
+  ts_expect_models("adaptive_avg_pool2d", OPF_F32, "x=1x2x5x4 output_size=3,4", 80.0, 80.0, 256.0, 256.0);
   /* roi_pooling data (1,512,38,50), 128 rois 7x7: 3211264 outputs, one max forward and one
    * add backward each. Bytes: data 972800 + rois 640 + y 3211264 elements * 4, plus the int32
    * arg-max 4 * 3211264: 16738816 + 12845056 = 29583872 both ways. */
-  golden("roi_pooling", "data=1x512x38x50 rois=128x5 pooled_size=7 spatial_scale=0.0625",
+  ts_expect_models("roi_pooling", OPF_F32, "data=1x512x38x50 rois=128x5 pooled_size=7 spatial_scale=0.0625",
          3211264.0, 3211264.0, 29583872.0, 29583872.0);
   /* depthwise x=(32,32,112,112) 3x3 pad 1 with bias: 12845056 outputs of 9 taps: 2*9 flops
    * each = 231211008, + 12845056 bias adds = 244056064; backward dx and dw (2 * 231211008)
    * + db 12845056 = 475267072. Bytes fwd: x 12845056 + w 288 + b 32 + y 12845056, * 4 =
    * 102761728; bwd g + x + w read, dx + dw + db written: (3 * 12845056 + 2 * 288 + 32) * 4
    * = 154143104. */
-  golden("depthwise_conv2d", "x=32x32x112x112 kernel=3 pad=1", 244056064.0, 475267072.0,
+  ts_expect_models("depthwise_conv2d", OPF_F32, "x=32x32x112x112 kernel=3 pad=1", 244056064.0, 475267072.0,
          102761728.0, 154143104.0);
   /* without the bias; multiplier 2 doubles the outputs: 2 * 12845056 * 18 = 462422016 fwd,
    * twice that backward; bytes: w 576, y 25690112: (12845056 + 576 + 25690112) * 4 =
    * 154142976 fwd, (25690112 + 2 * 12845056 + 2 * 576) * 4 = 205524992 bwd. */
-  golden("depthwise_conv2d", "x=32x32x112x112 kernel=3 pad=1 multiplier=2 b=none", 462422016.0,
+  ts_expect_models("depthwise_conv2d", OPF_F32, "x=32x32x112x112 kernel=3 pad=1 multiplier=2 b=none", 462422016.0,
          924844032.0, 154142976.0, 205525504.0);
 }
 

@@ -12,20 +12,6 @@
 
 #include "test_support.h"
 
-static void golden(const char *name, const char *spec, double f_fwd, double f_bwd, double b_fwd,
-                   double b_bwd) {
-  const opf_op *op = ts_op(name);
-  opf_case c;
-  opf_err e;
-  if (opf_case_init(&c, op, OPF_F32, spec, &e)) fail_msg("%s [%s]: %s", name, spec, e.msg);
-  assert_float_equal(op->flops(&c, OPF_PASS_FWD), f_fwd, 0);
-  assert_float_equal(op->flops(&c, OPF_PASS_BWD), f_bwd, 0);
-  assert_float_equal(op->flops(&c, OPF_PASS_BOTH), f_fwd + f_bwd, 0);
-  assert_float_equal(op->bytes(&c, OPF_PASS_FWD), b_fwd, 0);
-  assert_float_equal(op->bytes(&c, OPF_PASS_BWD), b_bwd, 0);
-  assert_float_equal(op->bytes(&c, OPF_PASS_BOTH), b_fwd + b_bwd, 0);
-}
-
 /* Model (rnn_core.c), per layer direction with TN = T*N, GH = G*H, s = T steps with h0:
  *   fwd 2 TN GH I_l + 2 s N H GH + ew_fwd TN H,
  *   bwd 4 TN GH I_l + 4 s N H GH + ew_bwd TN H + (1 or, gru, 2) TN GH (bias sums),
@@ -41,27 +27,27 @@ static void test_golden_layers(void **state) {
    * bytes: x 524288, params 2048*(512+512+2) = 2101248, h0 and c0 16384 each: inputs
    * 2658304 elements = 10633216 B; y 524288 + hy + cy 16384 each = 557056 el = 2228224 B.
    * fwd 12861440, bwd 2228224 + 2*10633216 = 23494656. */
-  golden("lstm", "x=32x32x512 hidden=512", 4307025920.0, 8605663232.0, 12861440.0, 23494656.0);
+  ts_expect_models("lstm", OPF_F32, "x=32x32x512 hidden=512", 4307025920.0, 8605663232.0, 12861440.0, 23494656.0);
   /* without h0 the first step's recurrent GEMM is skipped (s = 31): fwd and bwd lose
    * 2*32*512*2048 = 67108864 and twice that; c0 stays. */
-  golden("lstm", "x=32x32x512 hidden=512 h0=none", 4239917056.0, 8471445504.0, 12795904.0,
+  ts_expect_models("lstm", OPF_F32, "x=32x32x512 hidden=512 h0=none", 4239917056.0, 8471445504.0, 12795904.0,
          23363584.0);
   /* gru, GH 1536: fwd 1610612736*2 + 23*524288 = 3233284096; bwd 4*1610612736 + 17*524288
    * (8912896) + 2*1024*1536 (3145728) = 6454509568. bytes: params 1536*1026 = 1575936, inputs
    * 524288 + 1575936 + 16384 = 2116608 el = 8466432 B; outputs 540672 el = 2162688 B. */
-  golden("gru", "x=32x32x512 hidden=512", 3233284096.0, 6454509568.0, 10629120.0, 19095552.0);
+  ts_expect_models("gru", OPF_F32, "x=32x32x512 hidden=512", 3233284096.0, 6454509568.0, 10629120.0, 19095552.0);
   /* rnn_tanh, 2 layers, bidirectional: GH 512, D 2; layer 0 (I 512) per direction fwd
    * 536870912 + 536870912 + 4*524288 = 1075838976, layer 1 (I_1 = 1024) 1073741824 +
    * 536870912 + 2097152 = 1612709888; times 2 directions: 5377097728. bwd per direction
    * 2147483648 + 2097152 + 524288 = 2150105088 (layer 0), 3221225472 + 2621440 = 3223846912
    * (layer 1): 10747904000. bytes: params 2*512*1026 + 2*512*1538 = 2625536, h0 4*32*512 =
    * 65536, x 524288: 12861440 B in; y 32*32*1024 + hy 65536 = 1114112 el = 4456448 B. */
-  golden("rnn_tanh", "x=32x32x512 hidden=512 num_layers=2 bidirectional=true", 5377097728.0,
+  ts_expect_models("rnn_tanh", OPF_F32, "x=32x32x512 hidden=512 num_layers=2 bidirectional=true", 5377097728.0,
          10747904000.0, 17317888.0, 30179328.0);
   /* rnn_relu: as rnn_tanh with ew 2/2 instead of 4/4: 1075838976 - 2*524288 = 1074790400,
    * bwd 2150105088 - 1048576 = 2149056512; params 512*1026: in 524288 + 525312 + 16384 =
    * 1065984 el = 4263936 B, out 540672 el. */
-  golden("rnn_relu", "x=32x32x512 hidden=512", 1074790400.0, 2149056512.0, 6426624.0, 10690560.0);
+  ts_expect_models("rnn_relu", OPF_F32, "x=32x32x512 hidden=512", 1074790400.0, 2149056512.0, 6426624.0, 10690560.0);
 }
 
 static void test_golden_cells(void **state) {
@@ -69,45 +55,35 @@ static void test_golden_cells(void **state) {
   /* lstm_cell N=32, I=H=512 (T = 1, h given): fwd 2*32*2048*512 = 67108864 twice + 23*16384
    * = 134594560; bwd 4*67108864 + 26*16384 + 32*2048 = 268926976. bytes: x, h, c 16384 el
    * each, w_ih, w_hh 1048576 each, b 4096: 2150400 el = 8601600 B; h', c' 131072 B. */
-  golden("lstm_cell", "x=32x512 hidden=512", 134594560.0, 268926976.0, 8732672.0, 17334272.0);
+  ts_expect_models("lstm_cell", OPF_F32, "x=32x512 hidden=512", 134594560.0, 268926976.0, 8732672.0, 17334272.0);
   /* gru_cell: GH 1536: 2*50331648 + 23*16384 = 101040128; 4*50331648 + 17*16384 +
    * 2*32*1536 = 201703424. bytes: 16384*2 + 786432*2 + 3072 = 1625088 el in, 16384 out. */
-  golden("gru_cell", "x=32x512 hidden=512", 101040128.0, 201703424.0, 6500352.0, 12935168.0);
+  ts_expect_models("gru_cell", OPF_F32, "x=32x512 hidden=512", 101040128.0, 201703424.0, 6500352.0, 12935168.0);
   /* rnn_tanh_cell: GH 512: 2*16777216 + 4*16384 = 33619968; 4*16777216 + 4*16384 + 16384
    * = 67190784. bytes: 16384*2 + 262144*2 + 1024 = 557056 el in, 16384 out. */
-  golden("rnn_tanh_cell", "x=32x512 hidden=512", 33619968.0, 67190784.0, 2297856.0, 4530176.0);
+  ts_expect_models("rnn_tanh_cell", OPF_F32, "x=32x512 hidden=512", 33619968.0, 67190784.0, 2297856.0, 4530176.0);
   /* rnn_relu_cell without bias: ew 2: 33554432 + 32768 = 33587200; bwd 67108864 + 32768 (no
    * bias sum) = 67141632; bytes without b's 1024 elements. */
-  golden("rnn_relu_cell", "x=32x512 hidden=512 b=none", 33587200.0, 67141632.0, 2293760.0,
+  ts_expect_models("rnn_relu_cell", OPF_F32, "x=32x512 hidden=512 b=none", 33587200.0, 67141632.0, 2293760.0,
          4521984.0);
-}
-
-static void expect_shape(const char *name, const char *spec, int in, int idx, const char *want) {
-  opf_case c;
-  opf_err e;
-  char got[96];
-  if (opf_case_init(&c, ts_op(name), OPF_F32, spec, &e)) fail_msg("%s [%s]: %s", name, spec, e.msg);
-  opf_shape_str(in ? &c.in[idx] : &c.out[idx], got, sizeof got);
-  if (strcmp(got, want))
-    fail_msg("%s [%s]: %s %d is %s, expected %s", name, spec, in ? "input" : "output", idx, got, want);
 }
 
 static void test_derived_shapes(void **state) {
   (void)state;
   /* params: layer 0 2*24*(4+6+2) = 576, layer 1 2*24*(12+6+2) = 960 */
   const char *s = "x=5x3x4 hidden=6 num_layers=2 bidirectional=true";
-  expect_shape("lstm", s, 1, 1, "1536");
-  expect_shape("lstm", s, 1, 2, "4x3x6");
-  expect_shape("lstm", s, 1, 3, "4x3x6");
-  expect_shape("lstm", s, 0, 0, "5x3x12");
-  expect_shape("lstm", s, 0, 2, "4x3x6");
-  expect_shape("gru", "x=5x3x4 h0=1x3x7", 1, 1, "273"); /* 21*(4+7+2); hidden from h0 */
-  expect_shape("gru", "x=5x3x4 h0=1x3x7", 0, 0, "5x3x7");
-  expect_shape("lstm_cell", "x=3x4 hidden=5", 1, 3, "20x4");
-  expect_shape("lstm_cell", "x=3x4 hidden=5", 1, 4, "20x5");
-  expect_shape("lstm_cell", "x=3x4 hidden=5", 1, 5, "2x20");
-  expect_shape("gru_cell", "x=3x4 w_hh=9x3", 1, 2, "9x4"); /* hidden 3 from w_hh */
-  expect_shape("rnn_tanh_cell", "x=3x4 h=3x6", 0, 0, "3x6");
+  ts_expect_shape("lstm", s, 1, 1, "1536");
+  ts_expect_shape("lstm", s, 1, 2, "4x3x6");
+  ts_expect_shape("lstm", s, 1, 3, "4x3x6");
+  ts_expect_shape("lstm", s, 0, 0, "5x3x12");
+  ts_expect_shape("lstm", s, 0, 2, "4x3x6");
+  ts_expect_shape("gru", "x=5x3x4 h0=1x3x7", 1, 1, "273"); /* 21*(4+7+2); hidden from h0 */
+  ts_expect_shape("gru", "x=5x3x4 h0=1x3x7", 0, 0, "5x3x7");
+  ts_expect_shape("lstm_cell", "x=3x4 hidden=5", 1, 3, "20x4");
+  ts_expect_shape("lstm_cell", "x=3x4 hidden=5", 1, 4, "20x5");
+  ts_expect_shape("lstm_cell", "x=3x4 hidden=5", 1, 5, "2x20");
+  ts_expect_shape("gru_cell", "x=3x4 w_hh=9x3", 1, 2, "9x4"); /* hidden 3 from w_hh */
+  ts_expect_shape("rnn_tanh_cell", "x=3x4 h=3x6", 0, 0, "3x6");
 }
 
 static void test_layer_errors(void **state) {
