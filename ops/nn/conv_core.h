@@ -1,0 +1,141 @@
+/* conv_core.h: the N-d convolution core (conv_core.c) shared by every convolution operator:
+ * conv1d/2d/3d and their grouped/dilated registrations (conv.c), the transposed convolutions
+ * (conv_transpose.c), im2col/col2im (im2col.c) and the fused conv + bias/relu/batch-norm
+ * operators (fused/conv_fused.c). One geometry for 1-3 spatial dims and both layouts; three
+ * GEMM products on L2-sized blocks of output positions; a per-channel epilogue hook. */
+#ifndef OPPERF_NN_CONV_CORE_H
+#define OPPERF_NN_CONV_CORE_H
+
+#include "conv_common.h"
+
+/* Geometry of a convolution seen from its im2col side. The "big" tensor is what im2col reads
+ * (x of a convolution, y of a transposed one), the "small" one is the GEMM side (y of a
+ * convolution, x of a transposed one). The weight is (F, C/groups, k...) both ways: small
+ * channels first. Spatial dims are padded to 3 with leading 1s (conv1d uses axis 2 only,
+ * conv2d axes 1-2), so one set of loops serves 1-D, 2-D and 3-D. */
+typedef struct nn_conv_geom {
+  int nd;                /* spatial dims of the operator, 1..3 */
+  int nhwc;              /* channels last (NWC, NHWC, NDHWC) */
+  int oax;               /* outer spatial axis (3 - nd): threads split it */
+  int fast;              /* 1x1, stride 1, no padding: the big tensor is its own col matrix */
+  int small;             /* groups small enough for the hand-written products (not BLAS) */
+  int dwise;             /* one channel per group (depthwise): direct products, no col */
+  int64_t N, C, F;       /* images, big channels, small channels */
+  int64_t groups, Cg, Fg;
+  int64_t in[3], out[3]; /* big and small spatial extents */
+  int64_t k[3], s[3], p[3], d[3];
+  int64_t S, P;          /* big and small plane sizes (positions per image) */
+  int64_t Sin, Pin;      /* positions per slab of the outer axis (big, small) */
+  int64_t KK, Kc, Kall;  /* taps, col rows per group (Cg*KK), col rows in all (C*KK) */
+  int64_t cols;          /* output positions per block */
+  size_t esz;
+} nn_conv_geom;
+
+/* Completes g from its N, C, F, groups, nd, nhwc, in, out, k, s, p, d fields (the caller
+ * sets those; unused leading axes must be in = out = k = s = d = 1, p = 0). */
+void nn_conv_geom_finish(nn_conv_geom *g, opf_dtype dt);
+
+/* ---- the work: one job, two drivers ----
+ * nn_conv_forward: for every block of small positions, col = im2col(big), then
+ *   small = epilogue(W col)            (when small != NULL)
+ *   dw   += gsmall col^T               (when dw != NULL; gsmall read unmasked)
+ * and, per channel, dbig_sum = sums of big (when set).
+ * nn_conv_backward: with g' = gsmall where mask > 0 (all of gsmall when mask is NULL),
+ *   dw = g' col(big)^T, dsmall_sum = sums of g' per small channel,
+ *   dbig = col2im(W'^T g') + bigshift, W' = diag(gscale) W (W when gscale is NULL).
+ * Outputs are overwritten (never accumulated into). Every per-channel vector has the case
+ * dtype. The epilogue runs on each block right after its GEMM, while it is in L2:
+ *   small = relu?(small * scale[f] + shift[f])   (scale/shift NULL: 1/0). */
+typedef struct nn_conv_job {
+  const nn_conv_geom *g;
+  opf_dtype dt;
+  void *ws;                /* nn_conv_ws_bytes(g) bytes, 64-byte aligned */
+  size_t ws_bytes;
+  const void *w;           /* (F, Cg, k...) */
+  const void *big;         /* im2col source */
+  void *small;             /* forward product */
+  const void *scale, *shift;
+  int relu;
+  const void *gsmall;      /* small-side gradient (the x of a transposed convolution) */
+  const void *mask;        /* small-side tensor: gsmall counts where mask > 0 (backward) */
+  const void *gscale;      /* per small channel, scales W in the data product (backward) */
+  void *dbig;              /* col2im result (backward) */
+  const void *bigshift;    /* per big channel, added to dbig (transposed bias) */
+  void *dw;                /* (F, Cg, k...) */
+  void *dsmall_sum;        /* (F) */
+  void *dbig_sum;          /* (C) */
+} nn_conv_job;
+
+size_t nn_conv_ws_bytes(const nn_conv_geom *g);
+void nn_conv_forward(const nn_conv_job *j);
+void nn_conv_backward(const nn_conv_job *j);
+
+/* Whole-tensor im2col (N, C*KK, P) of an NCHW big tensor, and its adjoint (overwrites big),
+ * threaded over images and position ranges: the im2col and col2im operators. */
+void nn_conv_unfold(const nn_conv_geom *g, opf_dtype dt, void *col, const void *big);
+void nn_conv_fold(const nn_conv_geom *g, opf_dtype dt, void *big, const void *col);
+
+/* ---- naive references (double accumulation, one element at a time) ---- */
+/* small[n, f, o] = b[f] + sum_{c, t} big[n, c, o*s - p + t*d] w[f, c, t] */
+void nn_conv_ref_fwd(const nn_conv_geom *g, opf_dtype dt, const void *big, const void *w,
+                     const void *b, void *small);
+/* big = b + the transpose of the above applied to small (a scatter) */
+void nn_conv_ref_tfwd(const nn_conv_geom *g, opf_dtype dt, const void *small, const void *w,
+                      const void *b, void *big);
+/* col[n, c*KK + t, o] = big[n, c, o*s - p + t*d] (0 in the padding); with fold, the adjoint
+ * big[n, c, i] = sum of the col entries that read it. NCHW. */
+void nn_conv_ref_cols(const nn_conv_geom *g, opf_dtype dt, void *big, void *col, int fold);
+
+/* ---- operator side: descriptor conventions and infer ----
+ * Every convolution descriptor has inputs x, w, b (w derived from the params when omitted)
+ * at the indices given here and some of the params filters, kernel, kd, kh, kw, stride, pad,
+ * output_padding, dilation, groups, layout (looked up by name). */
+typedef struct nn_conv_spec {
+  const char *name;       /* for messages */
+  int nd;                 /* 1, 2 or 3 */
+  int transpose;          /* x is the small side, y = conv^T(x) */
+  int in_x, in_w, in_b;   /* input indices (in_b < 0: no bias input) */
+} nn_conv_spec;
+
+/* Validates x, w, b and the params, derives the omitted w and b, sets out[0] and fills g. */
+int nn_conv_infer(opf_case *c, const nn_conv_spec *sp, nn_conv_geom *g);
+/* The geometry of a case infer accepted (kernels, references, models). */
+void nn_conv_geom_of(const opf_case *c, const nn_conv_spec *sp, nn_conv_geom *g);
+/* Multiply-adds of the GEMM product, N*F*P*Kc, and the element count of the big side. */
+static inline double nn_conv_macs(const nn_conv_geom *g) {
+  return (double)g->N * (double)g->F * (double)g->P * (double)g->Kc;
+}
+static inline double nn_conv_big_elems(const nn_conv_geom *g) {
+  return (double)g->N * (double)g->C * (double)g->S;
+}
+static inline double nn_conv_small_elems(const nn_conv_geom *g) {
+  return (double)g->N * (double)g->F * (double)g->P;
+}
+
+/* Param descriptors shared by the convolution operators (ranges as conv2d always had). */
+#define NN_CONV_P_FILTERS(def)                                                                 \
+  {"filters", OPF_P_INT, def, 1, 1 << 20, NULL, "output channels F (when w is omitted)"}
+#define NN_CONV_P_KERNEL                                                                       \
+  {"kernel", OPF_P_INT, 3, 1, 1 << 16, NULL, "kernel size in every dimension (when w is omitted)"}
+#define NN_CONV_P_K(name, what)                                                                \
+  {name, OPF_P_INT, 0, 0, 1 << 16, NULL, "kernel " what ", 0 = kernel (when w is omitted)"}
+#define NN_CONV_P_STRIDE {"stride", OPF_P_INT, 1, 1, 1 << 16, NULL, "stride in every dimension"}
+#define NN_CONV_P_PAD(def)                                                                     \
+  {"pad", OPF_P_INT, def, 0, 1 << 16, NULL, "zero padding on each side"}
+#define NN_CONV_P_OUTPAD                                                                       \
+  {"output_padding", OPF_P_INT, 0, 0, 1 << 16, NULL,                                           \
+   "extra output rows/cols at the end (< stride or dilation)"}
+#define NN_CONV_P_DILATION(def)                                                                \
+  {"dilation", OPF_P_INT, def, 1, 1 << 16, NULL, "spacing between kernel taps"}
+#define NN_CONV_P_GROUPS(def)                                                                  \
+  {"groups", OPF_P_INT, def, 1, 1 << 20, NULL, "channel groups (C and F divisible)"}
+#define NN_CONV_P_LAYOUT(choices)                                                              \
+  {"layout", OPF_P_ENUM, 0, 0, 0, choices,                                                     \
+   "channels first or last (the weight stays (F, C/groups, k...))"}
+
+/* Layout param choices per spatial rank (index 0: channels first). */
+static inline const char *nn_conv_layouts(int nd) {
+  return nd == 1 ? "NCW|NWC" : nd == 2 ? "NCHW|NHWC" : "NCDHW|NDHWC";
+}
+
+#endif

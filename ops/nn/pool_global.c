@@ -1,0 +1,283 @@
+/* pool_global.c: global max and average pooling, 1-D to 3-D, channels-first or channels-last:
+ * y (N, C, 1...) (or (N, 1..., C)) is the max / mean of each channel's whole spatial extent.
+ * Channels-first reduces each contiguous plane with several vector accumulators (threaded
+ * over N*C planes); channels-last sweeps an image's rows into a C-long accumulator row,
+ * vectorised along C (threaded over images and channel blocks). Max keeps the argmax (ties:
+ * the first maximum in index order) for its backward scatter; avg backward broadcasts. */
+#include "pool_common.h"
+
+enum { G_ACC = 4 };    /* independent vector accumulators of a plane reduction */
+enum { G_CBLK = 512 }; /* channels per item of a channels-last reduction */
+
+#define POOL_GLOBAL_KERNELS(T, S)                                                              \
+  /* Max and argmax of x[0, n): G_ACC chunk accumulators (independent dependency chains),   \
+   * the rest in chunks and one last chunk shifted back to end at n (max is idempotent; the \
+   * revisited elements have smaller indices, so that chunk breaks ties by index), then the \
+   * lanes are combined: the larger value, on a tie the smaller index. */                    \
+  OPF_VEC static void gmax_run_##S(const T *x, int64_t n, T *y, int32_t *am) {                \
+    enum { V = LANES_##S };                                                                   \
+    T best = x[0];                                                                            \
+    int64_t bi = 0;                                                                           \
+    if (n < V) {                                                                              \
+      for (int64_t i = 1; i < n; i++) pool_acc1_##S(&best, &bi, x[i], i, 0);                  \
+      *y = best, *am = (int32_t)bi;                                                           \
+      return;                                                                                 \
+    }                                                                                         \
+    const vi_##S lane = LANE_IDX_##S;                                                         \
+    vf_##S m[G_ACC];                                                                          \
+    vi_##S a[G_ACC];                                                                          \
+    for (int k = 0; k < G_ACC; k++) memcpy(&m[k], x, sizeof m[k]), a[k] = lane;               \
+    int64_t i = 0;                                                                            \
+    for (; i + G_ACC * V <= n; i += G_ACC * V)                                                \
+      for (int k = 0; k < G_ACC; k++) {                                                       \
+        vf_##S v;                                                                             \
+        memcpy(&v, x + i + k * V, sizeof v);                                                  \
+        pool_acc_##S(&m[k], &a[k], v, lane + (int32_t)(i + k * V), 0);                        \
+      }                                                                                       \
+    for (; i + V <= n; i += V) {                                                              \
+      vf_##S v;                                                                               \
+      memcpy(&v, x + i, sizeof v);                                                            \
+      pool_acc_##S(&m[0], &a[0], v, lane + (int32_t)i, 0);                                    \
+    }                                                                                         \
+    if (i < n) {                                                                              \
+      vf_##S v;                                                                               \
+      memcpy(&v, x + n - V, sizeof v);                                                        \
+      pool_acc_##S(&m[0], &a[0], v, lane + (int32_t)(n - V), 1);                              \
+    }                                                                                         \
+    for (int k = 1; k < G_ACC; k++) pool_acc_##S(&m[0], &a[0], m[k], a[k], 1);               \
+    /* across the lanes by halving rotations (a scalar loop over the lanes cost ~700       \
+     * cycles a plane: GCC unrolls it into lane extracts) */                                  \
+    const vm_##S lm = LANE_IDX_##S;                                                           \
+    for (int w = V / 2; w >= 1; w /= 2) {                                                     \
+      vf_##S m2 = __builtin_shuffle(m[0], (lm + w) & (V - 1));                                \
+      vi_##S a2 = __builtin_shuffle(a[0], (lane + w) & (V - 1));                              \
+      pool_acc_##S(&m[0], &a[0], m2, a2, 1);                                                  \
+    }                                                                                         \
+    *y = m[0][0], *am = a[0][0];                                                              \
+  }                                                                                           \
+  /* Sum of x[0, n) in G_ACC vector accumulators (the order differs from a serial sum only  \
+   * by rounding). */                                                                         \
+  OPF_VEC static T gsum_run_##S(const T *x, int64_t n) {                                      \
+    enum { V = LANES_##S };                                                                   \
+    vf_##S acc[G_ACC] = {{0}};                                                                \
+    int64_t i = 0;                                                                            \
+    for (; i + G_ACC * V <= n; i += G_ACC * V)                                                \
+      for (int k = 0; k < G_ACC; k++) {                                                       \
+        vf_##S v;                                                                             \
+        memcpy(&v, x + i + k * V, sizeof v);                                                  \
+        acc[k] += v;                                                                          \
+      }                                                                                       \
+    for (; i + V <= n; i += V) {                                                              \
+      vf_##S v;                                                                               \
+      memcpy(&v, x + i, sizeof v);                                                            \
+      acc[0] += v;                                                                            \
+    }                                                                                         \
+    vf_##S t = (acc[0] + acc[1]) + (acc[2] + acc[3]);                                         \
+    T s = 0;                                                                                  \
+    for (int l = 0; l < V; l++) s += t[l];                                                    \
+    for (; i < n; i++) s += x[i];                                                             \
+    return s;                                                                                 \
+  }                                                                                           \
+  /* Channels [c0, c1) of a channels-last image of S rows of C: the rows swept into y (and  \
+   * the argmax row, max) in increasing index order, so the first maximum wins. */           \
+  OPF_VEC static void gcl_##S(const T *x, int64_t S, int64_t C, int64_t c0, int64_t c1,        \
+                              T *restrict y, int32_t *restrict am, T scale) {                 \
+    int64_t n = c1 - c0;                                                                      \
+    T *restrict m = y + c0;                                                                   \
+    if (am) {                                                                                 \
+      int32_t *restrict a = am + c0;                                                          \
+      for (int64_t c = 0; c < n; c++) m[c] = (T)-INFINITY, a[c] = (int32_t)(c0 + c);          \
+      for (int64_t s = 0; s < S; s++)                                                         \
+        pool_tap_max_##S(x + s * C + c0, m, a, n, (int32_t)(s * C + c0));                     \
+      return;                                                                                 \
+    }                                                                                         \
+    for (int64_t c = 0; c < n; c++) m[c] = 0;                                                 \
+    for (int64_t s = 0; s < S; s++) {                                                         \
+      const T *restrict xr = x + s * C + c0;                                                  \
+      for (int64_t c = 0; c < n; c++) m[c] += xr[c];                                          \
+    }                                                                                         \
+    for (int64_t c = 0; c < n; c++) m[c] *= scale;                                            \
+  }                                                                                           \
+  /* Average backward: rows [r0, r1) of S*units rows of C elements, dx row = g row * scale  \
+   * (C = 1 for channels-first planes, whose gradient is one value per plane). */            \
+  OPF_VEC static void gspread_##S(const T *restrict g, T *restrict dx, int64_t S, int64_t C,  \
+                                  int64_t r0, int64_t r1, T scale) {                          \
+    if (C == 1) {                                                                             \
+      for (int64_t u = r0 / S; u * S < r1; u++) { /* planes, clipped to the rows */          \
+        int64_t a = u * S > r0 ? u * S : r0, b = (u + 1) * S < r1 ? (u + 1) * S : r1;         \
+        T v = g[u] * scale;                                                                   \
+        for (int64_t i = a; i < b; i++) dx[i] = v;                                            \
+      }                                                                                       \
+      return;                                                                                 \
+    }                                                                                         \
+    for (int64_t r = r0; r < r1; r++) {                                                       \
+      const T *restrict gr = g + r / S * C;                                                   \
+      T *restrict d = dx + r * C;                                                             \
+      for (int64_t c = 0; c < C; c++) d[c] = gr[c] * scale;                                   \
+    }                                                                                         \
+  }
+
+POOL_GLOBAL_KERNELS(float, f32)
+POOL_GLOBAL_KERNELS(double, f64)
+
+typedef struct gpool_ctx {
+  opf_case *c;
+  pool_geom g;
+  int bwd;
+  int64_t cblk; /* channels-last channel blocks per image */
+} gpool_ctx;
+
+static int gpool_infer(opf_case *c) {
+  pool_geom g;
+  int rc = pool_check(c, &g);
+  if (rc) return rc;
+  c->ws_bytes = g.kind == PK_MAX ? pool_align((size_t)(g.N * g.C) * 4) : 0;
+  return OPF_OK;
+}
+
+static void gpool_items(void *ctx, int64_t lo, int64_t hi, int k) {
+  (void)k;
+  const gpool_ctx *t = ctx;
+  opf_case *c = t->c;
+  const pool_geom *g = &t->g;
+  int f32 = c->dtype == OPF_F32, max = g->kind == PK_MAX;
+  size_t e = opf_dtype_size(c->dtype);
+  int64_t S = g->S, C = g->C;
+  int32_t *am = c->ws;
+  double sc = 1.0 / (double)S;
+  if (t->bwd) {
+    if (max) { /* units [lo, hi): planes, or images (channels-last) */
+      pool_scatter(c->dtype, c->gout[0].data, c->gin[0].data, am, g->cl ? S * C : S,
+                   g->cl ? C : 1, lo, hi);
+    } else { /* rows [lo, hi) of C (channels-last) or 1 */
+      int64_t w = g->cl ? C : 1;
+      if (f32) gspread_f32(c->gout[0].data, c->gin[0].data, S, w, lo, hi, (float)sc);
+      else gspread_f64(c->gout[0].data, c->gin[0].data, S, w, lo, hi, sc);
+    }
+    return;
+  }
+  const char *x = c->in[0].data;
+  char *y = c->out[0].data;
+  for (int64_t it = lo; it < hi; it++) {
+    if (g->cl) { /* image n, channel block b */
+      int64_t n = it / t->cblk, b = it % t->cblk;
+      int64_t c0 = b * G_CBLK, c1 = c0 + G_CBLK < C ? c0 + G_CBLK : C;
+      const char *xi = x + (size_t)(n * S * C) * e;
+      char *yi = y + (size_t)(n * C) * e;
+      int32_t *ai = max ? am + n * C : NULL;
+      if (f32) gcl_f32((const void *)xi, S, C, c0, c1, (void *)yi, ai, (float)sc);
+      else gcl_f64((const void *)xi, S, C, c0, c1, (void *)yi, ai, sc);
+      continue;
+    }
+    const char *xp = x + (size_t)(it * S) * e;
+    if (max) {
+      if (f32) gmax_run_f32((const void *)xp, S, (float *)y + it, am + it);
+      else gmax_run_f64((const void *)xp, S, (double *)y + it, am + it);
+    } else if (f32) {
+      ((float *)y)[it] = gsum_run_f32((const void *)xp, S) * (float)sc;
+    } else {
+      ((double *)y)[it] = gsum_run_f64((const void *)xp, S) * sc;
+    }
+  }
+}
+
+static void gpool_run(opf_case *c, int bwd) {
+  gpool_ctx t = {.c = c, .bwd = bwd};
+  pool_resolve(c, &t.g);
+  const pool_geom *g = &t.g;
+  t.cblk = (g->C + G_CBLK - 1) / G_CBLK;
+  int64_t items = bwd ? (g->kind == PK_MAX ? g->N * (g->cl ? 1 : g->C) : g->N * g->S * (g->cl ? 1 : g->C))
+                      : g->N * (g->cl ? t.cblk : g->C);
+  pool_run_items(items, g->N * g->C * g->S, omp_get_max_threads(), gpool_items, &t);
+}
+
+static int gpool_forward(opf_case *c) {
+  gpool_run(c, 0);
+  return OPF_OK;
+}
+
+static int gpool_backward(opf_case *c) {
+  if (c->gin[0].data) gpool_run(c, 1);
+  return OPF_OK;
+}
+
+#define GPOOL_X(HELP)                                                                          \
+  .n_in = 1,                                                                                   \
+  .in = {{.name = "x", .dtype = OPF_DT_CASE, .flags = OPF_IN_DIFF, .lo = -1, .hi = 1,          \
+          .help = HELP}},                                                                      \
+  .n_out = 1, .out = {"y"}, .infer = gpool_infer, .forward = gpool_forward,                    \
+  .backward = gpool_backward, .reference = pool_reference, .flops = pool_flops,                \
+  .bytes = pool_bytes, .category = "nn.pool", .dtypes = OPF_DT_FLOAT, .abi = OPF_OP_ABI,      \
+  .n_params = 1
+#define G1_HELP "input (N, C, W), or (N, W, C) with layout=NWC; y is (N, C, 1) or (N, 1, C)"
+#define G2_HELP "input (N, C, H, W), or (N, H, W, C) with layout=NHWC; y keeps the rank"
+#define G3_HELP "input (N, C, D, H, W), or (N, D, H, W, C) with layout=NDHWC; y keeps the rank"
+#define G1_SHAPES                                                                              \
+  {"standard", "x=32x64x4096"}, {"standard", "x=32x4096x64 layout=NWC"},                       \
+      {"skewed", "x=32x3x65536"}, {"skewed", "x=4096x64x12"},                                  \
+      {"small", "x=2x3x7"}, {"small", "x=1x2x40"}, {"small", "x=3x2x1"},                       \
+      {"small", "x=2x5x3 layout=NWC"}, {"small", "x=1x4x20 layout=NWC"},                       \
+      {"test", "x=5x7x1001"}, {"test", "x=3x611x37 layout=NWC"}, {"large", "x=64x256x8192"}
+#define G2_SHAPES                                                                              \
+  {"standard", "x=32x64x56x56"}, {"standard", "x=32x2048x7x7"},                                \
+      {"standard", "x=32x56x56x64 layout=NHWC"}, {"standard", "x=32x7x7x2048 layout=NHWC"},    \
+      {"skewed", "x=32x3x256x256"}, {"skewed", "x=32x3x10000x10"},                             \
+      {"small", "x=2x3x4x5"}, {"small", "x=1x2x7x7"}, {"small", "x=1x1x9x4"},                  \
+      {"small", "x=2x3x4x3 layout=NHWC"}, {"small", "x=1x3x2x20 layout=NHWC"},                 \
+      {"test", "x=5x7x37x41"}, {"test", "x=3x37x41x35 layout=NHWC"},                           \
+      {"test", "x=2x3x5x1100 layout=NHWC"}, {"large", "x=64x128x112x112"}
+#define G3_SHAPES                                                                              \
+  {"standard", "x=8x64x16x56x56"}, {"standard", "x=8x16x56x56x64 layout=NDHWC"},               \
+      {"skewed", "x=8x3x16x256x256"}, {"skewed", "x=8x2048x4x7x7"},                            \
+      {"small", "x=2x3x3x4x5"}, {"small", "x=1x2x2x3x3 layout=NDHWC"},                         \
+      {"small", "x=1x1x2x3x20 layout=NDHWC"}, {"small", "x=1x2x1x1x17"},                       \
+      {"test", "x=2x5x9x37x41"}, {"test", "x=2x7x19x23x35 layout=NDHWC"},                      \
+      {"large", "x=8x64x16x112x112"}
+
+OPPERF_OP(global_max_pool1d) = {
+    .name = "global_max_pool1d",
+    .summary = "1-D global max pooling: max over W per channel, NCW or NWC",
+    GPOOL_X(G1_HELP),
+    .params = {POOL_LAYOUT_PARAM("NCW|NWC")},
+    .shapes = {G1_SHAPES},
+};
+
+OPPERF_OP(global_avg_pool1d) = {
+    .name = "global_avg_pool1d",
+    .summary = "1-D global average pooling: mean over W per channel, NCW or NWC",
+    GPOOL_X(G1_HELP),
+    .params = {POOL_LAYOUT_PARAM("NCW|NWC")},
+    .shapes = {G1_SHAPES},
+};
+
+OPPERF_OP(global_max_pool2d) = {
+    .name = "global_max_pool2d",
+    .summary = "2-D global max pooling: max over (H, W) per channel, NCHW or NHWC",
+    GPOOL_X(G2_HELP),
+    .params = {POOL_LAYOUT_PARAM("NCHW|NHWC")},
+    .shapes = {G2_SHAPES},
+};
+
+OPPERF_OP(global_avg_pool2d) = {
+    .name = "global_avg_pool2d",
+    .summary = "2-D global average pooling: mean over (H, W) per channel, NCHW or NHWC",
+    GPOOL_X(G2_HELP),
+    .params = {POOL_LAYOUT_PARAM("NCHW|NHWC")},
+    .shapes = {G2_SHAPES},
+};
+
+OPPERF_OP(global_max_pool3d) = {
+    .name = "global_max_pool3d",
+    .summary = "3-D global max pooling: max over (D, H, W) per channel, NCDHW or NDHWC",
+    GPOOL_X(G3_HELP),
+    .params = {POOL_LAYOUT_PARAM("NCDHW|NDHWC")},
+    .shapes = {G3_SHAPES},
+};
+
+OPPERF_OP(global_avg_pool3d) = {
+    .name = "global_avg_pool3d",
+    .summary = "3-D global average pooling: mean over (D, H, W) per channel, NCDHW or NDHWC",
+    GPOOL_X(G3_HELP),
+    .params = {POOL_LAYOUT_PARAM("NCDHW|NDHWC")},
+    .shapes = {G3_SHAPES},
+};

@@ -1,0 +1,315 @@
+/* test_models_conv.c: the convolution family (conv1d/2d/3d, grouped/dilated conv2d, the
+ * transposed convolutions, im2col/col2im, the fused conv2d + bias/relu/batch-norm operators):
+ * golden flops and bytes at one standard shape each (derived by hand below), derived shapes,
+ * the infer error paths, and the blocked, threaded backward of every layout and rank against
+ * directional derivatives of the reference (the operators are linear in each input, so the
+ * central difference is exact up to rounding, whatever the step). */
+#include <math.h>
+#include <omp.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "test_support.h"
+
+/* Exact flops and bytes of one float32 case for the three passes. */
+static void golden(const char *name, const char *spec, double f_fwd, double f_bwd, double b_fwd,
+                   double b_bwd) {
+  const opf_op *op = ts_op(name);
+  opf_case c;
+  opf_err e;
+  if (opf_case_init(&c, op, OPF_F32, spec, &e)) fail_msg("%s [%s]: %s", name, spec, e.msg);
+  double (*fl)(const opf_case *, opf_pass) = op->flops ? op->flops : opf_default_flops;
+  double (*by)(const opf_case *, opf_pass) = op->bytes ? op->bytes : opf_default_bytes;
+  double got[6] = {fl(&c, OPF_PASS_FWD), fl(&c, OPF_PASS_BWD), fl(&c, OPF_PASS_BOTH),
+                   by(&c, OPF_PASS_FWD), by(&c, OPF_PASS_BWD), by(&c, OPF_PASS_BOTH)};
+  double want[6] = {f_fwd, f_bwd, f_fwd + f_bwd, b_fwd, b_bwd, b_fwd + b_bwd};
+  for (int k = 0; k < 6; k++)
+    if (got[k] != want[k])
+      fail_msg("%s [%s]: model %d is %.17g, expected %.17g", name, spec, k, got[k], want[k]);
+}
+
+/* Bytes follow the default model: fwd = inputs + outputs; bwd = gout (= outputs) + inputs +
+ * the gradients of the differentiable inputs. float32 throughout. */
+static void test_golden_conv(void **state) {
+  (void)state;
+  /* conv1d x=(32,256,1024), 256 filters of 3, pad 1: y (32,256,1024), 8388608 outputs, each a
+   * dot of C*K = 768: 2*8388608*768 = 12884901888 (+8388608 bias adds) fwd; bwd twice the
+   * GEMM work + db = 25778192384. Bytes: x, y 33554432 each, w 256*256*3*4 = 786432, b 1024:
+   * fwd 67896320, bwd 33554432 + 2*(33554432 + 786432 + 1024) = 102238208. */
+  golden("conv1d", "x=32x256x1024 filters=256 kernel=3 pad=1", 12893290496.0, 25778192384.0,
+         67896320.0, 102238208.0);
+  /* conv2d NHWC: the same work and traffic as NCHW (test_models_nn): 2*6422528*576 + 6422528
+   * fwd, 2*7398752256 + 6422528 bwd; bytes 51527936 / 77365760. */
+  golden("conv2d", "x=32x56x56x64 filters=64 kernel=3 pad=1 layout=NHWC", 7405174784.0,
+         14803927040.0, 51527936.0, 77365760.0);
+  /* dilated_conv2d (32,64,56,56) 3x3 dilation 2 pad 2: 56x56 outputs again: as conv2d. */
+  golden("dilated_conv2d", "x=32x64x56x56 filters=64 kernel=3 pad=2 dilation=2", 7405174784.0,
+         14803927040.0, 51527936.0, 77365760.0);
+  /* grouped_conv2d (32,128,56,56), 128 filters 3x3 pad 1, groups 32: 12845056 outputs, each a
+   * dot of C/groups*9 = 36: 2*12845056*36 = 924844032 + 12845056 = 937689088 fwd,
+   * 1849688064 + 12845056 = 1862533120 bwd. x, y 51380224 bytes, w 128*4*9*4 = 18432, b 512:
+   * fwd 102779392, bwd 51380224 + 2*51399168 = 154178560. */
+  golden("grouped_conv2d", "x=32x128x56x56 filters=128 kernel=3 pad=1 groups=32", 937689088.0,
+         1862533120.0, 102779392.0, 154178560.0);
+  /* conv3d (8,64,16,56,56), 64 filters 3x3x3 pad 1: 25690112 outputs, dots of 64*27 = 1728:
+   * 2*25690112*1728 = 88785027072 + 25690112 = 88810717184 fwd; 177570054144 + 25690112 =
+   * 177595744256 bwd. x, y 102760448 bytes, w 64*64*27*4 = 442368, b 256: fwd 205963520,
+   * bwd 102760448 + 2*103203072 = 309166592. */
+  golden("conv3d", "x=8x64x16x56x56 filters=64 kernel=3 pad=1", 88810717184.0, 177595744256.0,
+         205963520.0, 309166592.0);
+}
+
+static void test_golden_transpose(void **state) {
+  (void)state;
+  /* conv1d_transpose x=(32,256,512), 256 filters of 4, stride 2, pad 1: y (32,256,1024)
+   * ((512-1)*2 - 2 + 3 + 1). The GEMM of the convolution it transposes: every input element
+   * meets F*K = 1024 weights: 2*32*256*512*1024 = 8589934592, + 8388608 bias adds on y
+   * = 8598323200 fwd; bwd 2*8589934592 + 8388608 (db) = 17188257792. Bytes: x 16777216,
+   * w 256*256*4*4 = 1048576, b 1024, y 33554432: fwd 51381248, bwd 33554432 + 2*17826816
+   * = 69208064. */
+  golden("conv1d_transpose", "x=32x256x512 filters=256 kernel=4 stride=2 pad=1", 8598323200.0,
+         17188257792.0, 51381248.0, 69208064.0);
+  /* conv2d_transpose x=(32,64,28,28), 64 filters 4x4, stride 2, pad 1: y (32,64,56,56).
+   * 2*32*64*784*(64*16) = 3288334336 + 6422528 = 3294756864 fwd; 6576668672 + 6422528 =
+   * 6583091200 bwd. x 6422528 bytes, w 262144, b 256, y 25690112: fwd 32375040, bwd
+   * 25690112 + 2*6684928 = 39059968. */
+  golden("conv2d_transpose", "x=32x64x28x28 filters=64 kernel=4 stride=2 pad=1", 3294756864.0,
+         6583091200.0, 32375040.0, 39059968.0);
+  /* conv3d_transpose x=(8,64,8,28,28), 64 filters 4x4x4, stride 2, pad 1: y (8,64,16,56,56).
+   * 2*8*64*6272*(64*64) = 26306674688 + 25690112 = 26332364800 fwd; 52613349376 + 25690112 =
+   * 52639039488 bwd. x 12845056 bytes, w 64*64*64*4 = 1048576, b 256, y 102760448: fwd
+   * 116654336, bwd 102760448 + 2*13893888 = 130548224. */
+  golden("conv3d_transpose", "x=8x64x8x28x28 filters=64 kernel=4 stride=2 pad=1", 26332364800.0,
+         52639039488.0, 116654336.0, 130548224.0);
+}
+
+static void test_golden_cols(void **state) {
+  (void)state;
+  /* im2col x=(32,64,56,56) 3x3 pad 1: y (32,576,3136), 57802752 elements; data movement fwd
+   * (0 flops), one add per col element bwd (the fold). Bytes: x 25690112, y 231211008: fwd
+   * 256901120; bwd y + 2x = 282591232. */
+  golden("im2col", "x=32x64x56x56 kernel=3,3 pad=1", 0.0, 57802752.0, 256901120.0, 282591232.0);
+  /* col2im, its adjoint: the adds fwd, none bwd; bwd bytes y + 2x = 25690112 + 462422016. */
+  golden("col2im", "x=32x576x3136 output_size=56,56 kernel=3,3 pad=1", 57802752.0, 0.0,
+         256901120.0, 488112128.0);
+}
+
+static void test_golden_fused(void **state) {
+  (void)state;
+  /* conv2d_bias_relu (32,64,56,56), 64 filters 3x3 pad 1: conv2d's 7398752256 GEMM flops,
+   * 6422528 bias adds and 6422528 relu compares fwd = 7411597312; bwd 14797504512 + 6422528
+   * (mask) + 6422528 (db) = 14810349568. Bytes as conv2d: 51527936 / 77365760. */
+  golden("conv2d_bias_relu", "x=32x64x56x56 filters=64 kernel=3 pad=1", 7411597312.0,
+         14810349568.0, 51527936.0, 77365760.0);
+  /* conv2d_batch_norm: 7398752256 + 2*6422528 (scale, shift) fwd = 7411597312 (+6422528 with
+   * a conv bias); bwd 14797504512 + 6422528 (channel sums) + 3*64*576 (dgamma dots, dw
+   * scaling) = 14804037632. Bytes: x, y 25690112, w 147456, four (64) vectors 1024 (+256 for
+   * b): fwd 51528704, bwd y + inputs + (dx, dw, dgamma, dbeta) = 25690112 + 25838592 +
+   * 25838080 = 77366784 (+512 with b). The relu adds 6422528 both ways. */
+#if OPF_MAX_IN > 6
+  const double bias = 6422528.0, bb = 256.0;
+#else
+  const double bias = 0, bb = 0;
+#endif
+  golden("conv2d_batch_norm", "x=32x64x56x56 filters=64 kernel=3 pad=1", 7411597312.0 + bias,
+         14804037632.0, 51528704.0 + bb, 77366784.0 + 2 * bb);
+  golden("conv2d_batch_norm_relu", "x=32x64x56x56 filters=64 kernel=3 pad=1",
+         7418019840.0 + bias, 14810460160.0, 51528704.0 + bb, 77366784.0 + 2 * bb);
+}
+
+/* Shape of input idx (in) or output idx of a resolved float32 spec. */
+static void expect_shape(const char *name, const char *spec, int in, int idx, const char *want) {
+  opf_case c;
+  opf_err e;
+  char got[96];
+  if (opf_case_init(&c, ts_op(name), OPF_F32, spec, &e)) fail_msg("%s [%s]: %s", name, spec, e.msg);
+  opf_shape_str(in ? &c.in[idx] : &c.out[idx], got, sizeof got);
+  if (strcmp(got, want))
+    fail_msg("%s [%s]: %s %d is %s, expected %s", name, spec, in ? "input" : "output", idx, got, want);
+}
+
+static void test_derived_shapes(void **state) {
+  (void)state;
+  /* conv1d: (10 + 2 - 2*(3-1) - 1)/2 + 1 = 4 */
+  expect_shape("conv1d", "x=2x6x10 filters=4 kernel=3 stride=2 pad=1 dilation=2 groups=2", 1, 1, "4x3x3");
+  expect_shape("conv1d", "x=2x6x10 filters=4 kernel=3 stride=2 pad=1 dilation=2 groups=2", 0, 0, "2x4x4");
+  expect_shape("conv1d", "x=2x10x6 filters=4 kernel=3 layout=NWC", 0, 0, "2x8x4");
+  /* channels-last keeps the (F, C/groups, k...) weight */
+  expect_shape("conv2d", "x=2x9x8x6 filters=4 kernel=3 groups=2 layout=NHWC", 1, 1, "4x3x3x3");
+  expect_shape("conv2d", "x=2x9x8x6 filters=4 kernel=3 groups=2 layout=NHWC", 0, 0, "2x7x6x4");
+  expect_shape("conv3d", "x=1x2x5x6x7 filters=3 kd=1 kh=2 kw=3", 1, 1, "3x2x1x2x3");
+  expect_shape("conv3d", "x=1x2x5x6x7 filters=3 kd=1 kh=2 kw=3", 0, 0, "1x3x5x5x5");
+  expect_shape("conv3d", "x=1x5x6x7x2 filters=3 kernel=3 pad=1 layout=NDHWC", 0, 0, "1x5x6x7x3");
+  expect_shape("grouped_conv2d", "x=2x64x8x8", 1, 1, "128x2x3x3");
+  expect_shape("dilated_conv2d", "x=2x16x20x20", 0, 0, "2x64x20x20");
+  /* transposes: (in-1)*s - 2p + d(k-1) + output_padding + 1; w (C, F/groups, k...) */
+  expect_shape("conv2d_transpose", "x=32x64x28x28 filters=64 kernel=4 stride=2 pad=1", 0, 0, "32x64x56x56");
+  expect_shape("conv2d_transpose", "x=1x4x3x5 filters=6 kernel=3 groups=2", 1, 1, "4x3x3x3");
+  expect_shape("conv1d_transpose", "x=1x4x5 filters=2 kernel=3 stride=2 pad=1 output_padding=1 dilation=2", 0, 0, "1x2x12");
+  expect_shape("conv3d_transpose", "x=1x2x2x3x2 filters=2 kd=2 kh=3 kw=2 stride=2 pad=1 output_padding=1 dilation=2", 0, 0, "1x2x4x8x4");
+  expect_shape("conv2d_transpose", "x=1x3x4x4 filters=6 kernel=4 stride=2 pad=1 layout=NHWC", 0, 0, "1x6x8x6");
+  /* im2col / col2im */
+  expect_shape("im2col", "x=32x64x56x56 kernel=3,3 pad=1", 0, 0, "32x576x3136");
+  expect_shape("im2col", "x=1x2x6x5 kernel=2,3 stride=2,1 pad=1,0 dilate=1,2", 0, 0, "1x12x4");
+  expect_shape("col2im", "x=1x24x80 output_size=3,4,4 kernel=2,2,3 pad=1", 0, 0, "1x2x3x4x4");
+  /* the batch-norm vectors from the filters */
+  expect_shape("conv2d_batch_norm", "x=2x3x8x8 filters=5", 1, 2, "5");
+  expect_shape("conv2d_batch_norm_relu", "x=2x3x8x8 filters=5", 1, 5, "5");
+}
+
+static void test_conv_errors(void **state) {
+  (void)state;
+  ts_expect_einval("conv1d", "x=2x3x5x5", "conv1d input 'x' must be 3-D NCW, got 2x3x5x5 (4-D)");
+  ts_expect_einval("conv1d", "x=2x5x5x3 layout=NWC", "must be 3-D NWC");
+  ts_expect_einval("conv1d", "x=1x4x10 kernel=11", "window 11 (dilation 1) is larger than the padded input 10");
+  ts_expect_einval("conv1d", "x=1x4x10 kernel=4 dilation=4 pad=1", "window 4 (dilation 4) is larger than the padded input 12");
+  ts_expect_einval("conv1d", "x=1x10x4 layout=NWC groups=3", "input channels 4 of x 1x10x4 are not divisible by groups=3");
+  ts_expect_einval("conv1d", "x=1x10x4 layout=NWC w=8x3x3", "needs C/groups = 4 input channels");
+  ts_expect_einval("conv1d", "x=1x4x10 w=8x4x3x3", "weight 'w' must be 3-D (filters, C/groups, kw)");
+  ts_expect_einval("conv1d", "x=1x4x0", "empty dimension");
+  ts_expect_einval("conv1d", "x=1x4x10 layout=NCHW", "layout");
+  ts_expect_einval("conv2d", "x=1x8x8x3 layout=NHWC groups=2", "input channels 3 of x 1x8x8x3 are not divisible by groups=2");
+  ts_expect_einval("conv2d", "x=1x8x8x4 layout=NHWC filters=6 groups=4", "filters 6 are not divisible by groups=4");
+  ts_expect_einval("conv2d", "x=1x4x8x8 w=8x4x3x0", "with positive sizes");
+  ts_expect_einval("conv3d", "x=1x2x3x4", "must be 5-D NCDHW, got 1x2x3x4");
+  ts_expect_einval("conv3d", "x=1x2x2x8x8 kernel=3", "window 3x3x3 (dilation 1x1x1) is larger than the padded input 2x8x8");
+  ts_expect_einval("conv3d", "x=1x4x4x4x4 layout=NDHWC filters=3 groups=2", "filters 3 are not divisible by groups=2");
+  ts_expect_einval("conv3d", "x=1x2x4x4x4 b=3", "bias 'b' 3 must have shape (64)");
+  ts_expect_einval("grouped_conv2d", "x=1x16x8x8", "input channels 16 of x 1x16x8x8 are not divisible by groups=32");
+  ts_expect_einval("dilated_conv2d", "x=1x3x3x3 pad=0", "window 3x3 (dilation 2x2) is larger than the padded input 3x3");
+}
+
+static void test_transpose_errors(void **state) {
+  (void)state;
+  ts_expect_einval("conv1d_transpose", "x=1x4x5 w=3x4x3", "needs 4 rows, one per input channel of x 1x4x5, not 3");
+  ts_expect_einval("conv1d_transpose", "x=1x4x5 stride=2 output_padding=2", "output_padding 2 must be smaller than the stride 2 or the dilation 1");
+  ts_expect_einval("conv1d_transpose", "x=1x4x2 kernel=1 pad=1", "output size is empty for input 2");
+  ts_expect_einval("conv1d_transpose", "x=1x4x5 filters=3 groups=2", "filters 3 are not divisible by groups=2");
+  ts_expect_einval("conv1d_transpose", "x=1x3x5 filters=4 groups=2", "input channels 3 of x 1x3x5 are not divisible by groups=2");
+  ts_expect_einval("conv1d_transpose", "x=1x4x5 filters=6 b=5", "bias 'b' 5 must have shape (6)");
+  ts_expect_einval("conv2d_transpose", "x=1x4x5x5 w=4x2x3", "weight 'w' must be 4-D (C, filters/groups, kh, kw)");
+  ts_expect_einval("conv2d_transpose", "x=4x5x5", "must be 4-D NCHW");
+  ts_expect_einval("conv3d_transpose", "x=1x2x3x3x3x2 layout=NDHWC", "must be 5-D NDHWC");
+}
+
+static void test_cols_errors(void **state) {
+  (void)state;
+  ts_expect_einval("im2col", "x=1x3x8x8 kernel=3", "x 1x3x8x8 must be (N, C) plus 1 spatial dims for a 1-D kernel");
+  ts_expect_einval("im2col", "x=1x3x4x4 kernel=5,5", "window 5 (dilate 1) is larger than the padded input 4 in dim 0");
+  ts_expect_einval("im2col", "x=1x3x8x8 kernel=3,3 stride=1,1,1", "stride has 3 values, kernel has 2 dims");
+  ts_expect_einval("im2col", "x=1x1x2x2x2x2 kernel=1,1,1,1", "kernel must have 1 to 3 values, got 4");
+  ts_expect_einval("im2col", "x=1x3x8x8 kernel=none", "kernel must have 1 to 3 values, got 0");
+  ts_expect_einval("col2im", "x=1x27x9 output_size=5,5,5 kernel=3,3", "output_size has 3 values, kernel has 2");
+  ts_expect_einval("col2im", "x=1x28x9 output_size=5,5 kernel=3,3", "dim 1 (28) is not a multiple of prod(kernel) = 9");
+  ts_expect_einval("col2im", "x=1x27x10 output_size=5,5 kernel=3,3", "has L = 10 columns, but output_size and the window give 9 positions");
+  ts_expect_einval("col2im", "x=27x9 output_size=5,5 kernel=3,3", "must be (N, C*prod(kernel), L)");
+  ts_expect_einval("col2im", "x=1x27x9 output_size=2,2 kernel=3,3", "window 3 (dilate 1) is larger than the padded input 2 in dim 0");
+}
+
+static void test_fused_errors(void **state) {
+  (void)state;
+  ts_expect_einval("conv2d_bias_relu", "x=1x4x8x8 w=8x3x3x3", "needs C/groups = 4 input channels");
+  ts_expect_einval("conv2d_bias_relu", "x=1x4x8x8 w=8x4x3x3 b=4", "bias 'b' 4 must have shape (8)");
+  ts_expect_einval("conv2d_batch_norm", "x=1x4x8x8 filters=8 gamma=4", "'gamma' 4 must have shape (8)");
+  ts_expect_einval("conv2d_batch_norm_relu", "x=1x4x8x8 filters=8 running_var=8x1", "'running_var' 8x1 must have shape (8)");
+  ts_expect_einval("conv2d_batch_norm", "x=1x4x2x2 kernel=3", "window 3x3 (dilation 1x1) is larger than the padded input 2x2");
+}
+
+/* ---- backward of multi-block, threaded cases against the reference ----
+ * L(in) = <reference(in), gout>. Each operator here is linear in every input (the fused relu
+ * ones only piecewise: they are left to the generic driver), so for a direction v of input
+ * i, (L(in + v) - L(in - v)) / 2 = <grad_i, v> exactly up to rounding. */
+static double loss(opf_case *r, const opf_case *c) {
+  memset(r->out[0].data, 0, r->out[0].nbytes);
+  if (r->op->reference(r)) fail_msg("%s: reference failed", r->op->name);
+  double L = 0;
+  for (int64_t k = 0; k < opf_numel(&r->out[0]); k++) L += ts_get(&r->out[0], k) * ts_get(&c->gout[0], k);
+  return L;
+}
+
+static void check_directional(const char *name, const char *spec, int threads) {
+  const opf_op *op = ts_op(name);
+  opf_case c, r;
+  ts_case_ready(&c, op, OPF_F64, spec, 1, 9);
+  assert_int_equal(op->forward(&c), OPF_OK);
+  assert_int_equal(op->backward(&c), OPF_OK);
+  r = c; /* the reference reads c's inputs and writes its own output */
+  r.ws = NULL, r.ws_bytes = 0;
+  opf_tensor_set_shape(&r.out[0], OPF_F64, c.out[0].ndim, c.out[0].shape);
+  r.out[0].data = NULL, r.out[0].owned = 0;
+  opf_err e;
+  if (opf_tensor_alloc(&r.out[0], &e)) fail_msg("%s", e.msg);
+  opf_rng rng;
+  opf_rng_init(&rng, 3, 0);
+  for (int i = 0; i < op->n_in; i++) {
+    if (!c.gin[i].data) continue;
+    int64_t n = opf_numel(&c.in[i]);
+    double *x0 = opf_alloc(sizeof(double) * (size_t)n), *v = opf_alloc(sizeof(double) * (size_t)n);
+    double *x = c.in[i].data, dot = 0, scale = 0;
+    for (int64_t k = 0; k < n; k++) {
+      x0[k] = x[k], v[k] = opf_rng_uniform(&rng) - 0.5;
+      dot += ((double *)c.gin[i].data)[k] * v[k];
+      scale += fabs(((double *)c.gin[i].data)[k] * v[k]);
+    }
+    for (int64_t k = 0; k < n; k++) x[k] = x0[k] + v[k];
+    double lp = loss(&r, &c);
+    for (int64_t k = 0; k < n; k++) x[k] = x0[k] - v[k];
+    double lm = loss(&r, &c);
+    memcpy(x, x0, sizeof(double) * (size_t)n);
+    double fd = (lp - lm) / 2;
+    if (!(fabs(fd - dot) <= 1e-9 * (scale + fabs(lp) + fabs(lm) + 1)))
+      fail_msg("%s [%s] %d threads: <d%s, v> = %.12g, reference %.12g", name, spec, threads,
+               op->in[i].name, dot, fd);
+    opf_free(x0);
+    opf_free(v);
+  }
+  opf_tensor_free(&r.out[0]);
+  opf_case_release(&c);
+}
+
+/* Several blocks per image, images split between threads (N = 1, odd N), both layouts, each
+ * rank, strides, dilation, groups, 1x1, the transposes with output_padding. */
+static void test_backward_blocked(void **state) {
+  (void)state;
+  static const char *cases[][2] = {
+      {"conv1d", "x=1x8x20001 filters=6 kernel=5 stride=2 pad=2"},
+      {"conv1d", "x=3x9999x6 filters=8 kernel=3 pad=2 dilation=2 groups=2 layout=NWC"},
+      {"conv2d", "x=1x120x100x6 filters=8 kernel=3 pad=1 layout=NHWC"},
+      {"conv2d", "x=3x100x90x6 filters=6 kernel=3 stride=2 pad=2 dilation=2 groups=3 layout=NHWC"},
+      {"conv2d", "x=3x30x31x8 filters=12 kernel=1 groups=2 layout=NHWC"},
+      {"conv3d", "x=1x4x12x30x28 filters=5 kernel=3 pad=1"},
+      {"conv3d", "x=3x9x20x17x4 filters=4 kernel=3 stride=2 pad=1 groups=2 layout=NDHWC"},
+      {"conv1d_transpose", "x=1x6x1500 filters=4 kernel=4 stride=2 pad=1"},
+      {"conv2d_transpose", "x=3x5x40x33 filters=6 kernel=3 stride=2 pad=1 output_padding=1 groups=1"},
+      {"conv2d_transpose", "x=1x45x41x6 filters=4 kernel=4 stride=2 pad=1 groups=2 layout=NHWC"},
+      {"conv3d_transpose", "x=3x4x6x15x13 filters=4 kernel=3 stride=2 pad=1 groups=2"},
+      {"grouped_conv2d", "x=3x12x40x37 filters=24 kernel=3 stride=2 pad=1 groups=12"},
+      {"grouped_conv2d", "x=1x32x60x50 filters=32 kernel=3 pad=1 groups=8"},
+      {"conv1d", "x=1x6x9001 filters=6 kernel=5 pad=4 dilation=2 groups=6"},
+      {"conv2d_transpose", "x=2x6x30x29 filters=6 kernel=4 stride=2 pad=1 groups=6"},
+      {"im2col", "x=3x5x70x61 kernel=3,3 stride=2 pad=1"},
+      {"col2im", "x=1x45x4556 output_size=67,68 kernel=3,3 pad=1"},
+  };
+  int saved = omp_get_max_threads();
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+    for (int threads = 1; threads <= 2; threads++) {
+      omp_set_num_threads(threads);
+      check_directional(cases[k][0], cases[k][1], threads);
+    }
+  omp_set_num_threads(saved);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_golden_conv),      cmocka_unit_test(test_golden_transpose),
+      cmocka_unit_test(test_golden_cols),      cmocka_unit_test(test_golden_fused),
+      cmocka_unit_test(test_derived_shapes),   cmocka_unit_test(test_conv_errors),
+      cmocka_unit_test(test_transpose_errors), cmocka_unit_test(test_cols_errors),
+      cmocka_unit_test(test_fused_errors),     cmocka_unit_test(test_backward_blocked),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
