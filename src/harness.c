@@ -282,7 +282,6 @@ void opf_result_init(opf_result *r, const opf_case *c, const char *set, opf_pass
 
 int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pass, opf_pmu *pmu,
                 opf_result *r) {
-  const opf_op *op = c->op;
   opf_result_init(r, c, set, pass, pmu);
 
   if (pass != OPF_PASS_FWD && !opf_case_has_backward(c))
@@ -322,7 +321,7 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
   int rc = OPF_OK;
   double *ev_samples = NULL; /* per-sample counter values (declared before the first goto) */
   /* bwd alone needs the forward state (outputs, saved workspace) of the same inputs. */
-  if (pass == OPF_PASS_BWD) rc = op->forward(c);
+  if (pass == OPF_PASS_BWD) rc = opf_case_call(c, OPF_PASS_FWD); /* the native kernels or the unfused chain */
 
   /* Warm-up, which also estimates the time per call for the batch size. */
   int64_t wcalls = 0;

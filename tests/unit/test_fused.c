@@ -19,6 +19,8 @@ static int same_infer(opf_case *c) {
   return OPF_OK;
 }
 static int relu2_fwd(opf_case *c) {
+  if (c->chain) /* the harness must run an unfused case's chain, never the native kernels */
+    return opf_case_error(c, OPF_EKERNEL, "native forward called on an unfused case");
   for (int64_t k = 0; k < opf_numel(&c->in[0]); k++) ts_set(&c->out[0], k, fmax(ts_get(&c->in[0], k), 0));
   return OPF_OK;
 }
@@ -203,6 +205,12 @@ static void test_result_impl(void **state) {
   assert_int_equal(r.status, OPF_ST_OK);
   assert_string_equal(r.impl, "unfused");
   assert_true(r.setup_bytes >= 3 * 64 * sizeof(float)); /* x, y and the intermediate */
+  opf_result_release(&r);
+  /* backward alone: the forward it needs first is the chain's too */
+  assert_int_equal(opf_case_init(&c, ts_op("t_relu2"), OPF_F32, "x=64", &e), OPF_OK);
+  assert_int_equal(opf_case_set_impl(&c, OPF_IMPL_UNFUSED, &e), OPF_OK);
+  assert_int_equal(opf_measure(&s, &c, "small", OPF_PASS_BWD, NULL, &r), OPF_OK);
+  if (r.status != OPF_ST_OK) fail_msg("%s", r.message);
   opf_result_release(&r);
 }
 
