@@ -9,15 +9,8 @@
 
 #include "nn/conv_core.h"
 
-/* ---- conv2d_bias_relu: y = relu(conv2d(x, w) + b) ---- */
+/* ---- conv2d_bias_relu: y = relu(conv2d(x, w) + b); conv2d's inputs, params and infer ---- */
 enum { BR_X, BR_W, BR_B };
-
-static const nn_conv_spec br_spec = {"conv2d_bias_relu", 2, 0, BR_X, BR_W, BR_B};
-
-static int br_infer(opf_case *c) {
-  nn_conv_geom g;
-  return nn_conv_infer(c, &br_spec, &g);
-}
 
 static const void *br_bias(const opf_case *c) {
   return c->present[BR_B] ? c->in[BR_B].data : NULL;
@@ -25,7 +18,7 @@ static const void *br_bias(const opf_case *c) {
 
 static int br_forward(opf_case *c) {
   nn_conv_geom g;
-  nn_conv_geom_of(c, &br_spec, &g);
+  nn_conv_op_geom(c, &g);
   nn_conv_job j = {.g = &g, .dt = c->dtype, .ws = c->ws, .ws_bytes = c->ws_bytes,
                    .w = c->in[BR_W].data, .big = c->in[BR_X].data, .small = c->out[0].data,
                    .shift = br_bias(c), .relu = 1};
@@ -36,7 +29,7 @@ static int br_forward(opf_case *c) {
 /* The relu mask is y > 0: the core masks each block of gy as it goes. */
 static int br_backward(opf_case *c) {
   nn_conv_geom g;
-  nn_conv_geom_of(c, &br_spec, &g);
+  nn_conv_op_geom(c, &g);
   nn_conv_job j = {.g = &g, .dt = c->dtype, .ws = c->ws, .ws_bytes = c->ws_bytes,
                    .w = c->in[BR_W].data, .big = c->in[BR_X].data, .gsmall = c->gout[0].data,
                    .mask = c->out[0].data, .dbig = c->gin[BR_X].data, .dw = c->gin[BR_W].data,
@@ -47,7 +40,7 @@ static int br_backward(opf_case *c) {
 
 static int br_reference(opf_case *c) {
   nn_conv_geom g;
-  nn_conv_geom_of(c, &br_spec, &g);
+  nn_conv_op_geom(c, &g);
   nn_conv_ref_fwd(&g, c->dtype, c->in[BR_X].data, c->in[BR_W].data, br_bias(c), c->out[0].data);
   for (int64_t i = 0; i < opf_numel(&c->out[0]); i++)
     if (!(nn_ld(c->out[0].data, c->dtype, i) > 0)) nn_st(c->out[0].data, c->dtype, i, 0);
@@ -58,24 +51,14 @@ static int br_reference(opf_case *c) {
  * 4*N*F*P*Kc + N*F*P (mask) + (db) N*F*P. */
 static double br_flops(const opf_case *c, opf_pass p) {
   nn_conv_geom g;
-  nn_conv_geom_of(c, &br_spec, &g);
+  nn_conv_op_geom(c, &g);
   double mm = 2 * nn_conv_macs(&g), outs = nn_conv_small_elems(&g);
   double bias = c->present[BR_B] ? outs : 0;
   return opf_pass_sum(p, mm + bias + outs, 2 * mm + outs + bias);
 }
 
-#define FUSED_P_CONV2D                                                                         \
-  NN_CONV_P_FILTERS(64), NN_CONV_P_KERNEL, NN_CONV_P_K("kh", "height"),                        \
-      NN_CONV_P_K("kw", "width"), NN_CONV_P_STRIDE, NN_CONV_P_PAD(0), NN_CONV_P_DILATION(1),   \
-      NN_CONV_P_GROUPS(1)
-#define FUSED_IN_XW                                                                            \
-  {.name = "x", .dtype = OPF_DT_CASE, .flags = OPF_IN_DIFF, .lo = -1, .hi = 1,                 \
-   .help = "input (N, C, H, W)"},                                                              \
-  {.name = "w", .dtype = OPF_DT_CASE, .flags = OPF_IN_DIFF, .lo = -0.5, .hi = 0.5,             \
-   .help = "filters (F, C/groups, KH, KW); derived from filters/kernel when omitted"}
-#define FUSED_IN_B                                                                             \
-  {.name = "b", .dtype = OPF_DT_CASE, .flags = OPF_IN_DIFF | OPF_IN_OPTIONAL, .lo = -1,        \
-   .hi = 1, .help = "conv bias (F); b=none drops it"}
+#define FUSED_IN_X NN_CONV_IN_X("input (N, C, H, W)")
+#define FUSED_IN_W NN_CONV_IN_W("filters (F, C/groups, KH, KW)")
 
 OPPERF_OP(conv2d_bias_relu) = {
     .abi = OPF_OP_ABI,
@@ -83,12 +66,8 @@ OPPERF_OP(conv2d_bias_relu) = {
     .category = "nn.fused",
     .summary = "conv2d + bias + relu, the bias and relu applied per GEMM block while in L2",
     .dtypes = OPF_DT_FLOAT,
-    .n_in = 3,
-    .in = {FUSED_IN_XW, FUSED_IN_B},
-    .n_out = 1,
-    .out = {"y"},
-    .n_params = 9,
-    .params = {FUSED_P_CONV2D, NN_CONV_P_LAYOUT("NCHW|NHWC")},
+    NN_CONV2D_INPUTS,
+    NN_CONV2D_PARAMS(64, 0, 1, 1),
     .shapes = {{"standard", "x=32x64x56x56 filters=64 kernel=3 pad=1"},
                {"skewed", "x=32x56x56x64 filters=64 kernel=3 pad=1 layout=NHWC"},
                {"skewed", "x=32x3x224x224 filters=64 kernel=7 stride=2 pad=3"},
@@ -104,7 +83,7 @@ OPPERF_OP(conv2d_bias_relu) = {
                {"test", "x=3x7x37x41 filters=12 kernel=3 pad=1"},
                {"test", "x=2x33x35x8 filters=16 kernel=3 stride=2 pad=1 layout=NHWC"},
                {"large", "x=64x128x112x112 filters=128 kernel=3 pad=1"}},
-    .infer = br_infer,
+    .infer = nn_conv_op_infer,
     .forward = br_forward,
     .backward = br_backward,
     .reference = br_reference,
@@ -289,7 +268,7 @@ static double bn_flops(const opf_case *c, opf_pass p) {
 
 #define BN_INPUTS                                                                              \
   .n_in = BN_N_IN,                                                                             \
-  .in = {FUSED_IN_XW,                                                                          \
+  .in = {FUSED_IN_X, FUSED_IN_W,                                                              \
          {.name = "gamma", .dtype = OPF_DT_CASE, .flags = OPF_IN_DIFF, .lo = 0.5, .hi = 1.5,   \
           .help = "scale (F)"},                                                                \
          {.name = "beta", .dtype = OPF_DT_CASE, .flags = OPF_IN_DIFF, .lo = -0.5, .hi = 0.5,   \
@@ -299,10 +278,10 @@ static double bn_flops(const opf_case *c, opf_pass p) {
          {.name = "running_var", .dtype = OPF_DT_CASE, .lo = 0.5, .hi = 1.5,                   \
           .help = "running variance (F)"} BN_IN_B},                                            \
   .n_out = 1, .out = {"y"}, .n_params = 9,                                                     \
-  .params = {FUSED_P_CONV2D,                                                                   \
+  .params = {NN_CONV2D_P(64, 0, 1, 1),                                                        \
              {"eps", OPF_P_FLOAT, 1e-5, 0, 1, NULL, "added to the variance"}}
 #if OPF_MAX_IN > 6 /* room for b, input 6 */
-#define BN_IN_B , FUSED_IN_B
+#define BN_IN_B , NN_CONV_IN_B
 #define BN_SMALL_NOB {"small", "x=2x3x5x4 filters=4 kernel=3 pad=1 b=none"},
 #else
 #define BN_IN_B
@@ -322,38 +301,23 @@ static double bn_flops(const opf_case *c, opf_pass p) {
              {"test", "x=2x8x35x33 filters=16 kernel=3 stride=2 pad=1 groups=4"},              \
              {"large", "x=64x128x112x112 filters=128 kernel=3 pad=1"}}
 
+#define BN_UNFUSED                                                                             \
+  BN_UNFUSED_CONV " | batch_norm x=_ gamma=gamma beta=beta running_mean=running_mean "           \
+                  "running_var=running_var mode=inference"
+#define BN_DESC(op, what, chain)                                                               \
+  .abi = OPF_OP_ABI, .name = #op, .category = "nn.fused", .summary = what,                     \
+  .dtypes = OPF_DT_FLOAT, BN_INPUTS, BN_SHAPES, .infer = bn_infer, .forward = bn_forward,      \
+  .backward = bn_backward, .reference = bn_reference, .flops = bn_flops,                       \
+  .bytes = opf_default_bytes, .unfused = chain
+
 OPPERF_OP(conv2d_batch_norm) = {
-    .abi = OPF_OP_ABI,
-    .name = "conv2d_batch_norm",
-    .category = "nn.fused",
-    .summary = "conv2d + inference batch norm, folded into a per-channel scale/shift epilogue",
-    .dtypes = OPF_DT_FLOAT,
-    BN_INPUTS,
-    BN_SHAPES,
-    .infer = bn_infer,
-    .forward = bn_forward,
-    .backward = bn_backward,
-    .reference = bn_reference,
-    .flops = bn_flops,
-    .bytes = opf_default_bytes,
-    .unfused = BN_UNFUSED_CONV " | batch_norm x=_ gamma=gamma beta=beta running_mean=running_mean "
-               "running_var=running_var mode=inference",
+    BN_DESC(conv2d_batch_norm,
+            "conv2d + inference batch norm, folded into a per-channel scale/shift epilogue",
+            BN_UNFUSED),
 };
 
 OPPERF_OP(conv2d_batch_norm_relu) = {
-    .abi = OPF_OP_ABI,
-    .name = "conv2d_batch_norm_relu",
-    .category = "nn.fused",
-    .summary = "conv2d + inference batch norm + relu, one epilogue per GEMM block",
-    .dtypes = OPF_DT_FLOAT,
-    BN_INPUTS,
-    BN_SHAPES,
-    .infer = bn_infer,
-    .forward = bn_forward,
-    .backward = bn_backward,
-    .reference = bn_reference,
-    .flops = bn_flops,
-    .bytes = opf_default_bytes,
-    .unfused = BN_UNFUSED_CONV " | batch_norm x=_ gamma=gamma beta=beta running_mean=running_mean "
-               "running_var=running_var mode=inference | relu x=_",
+    BN_DESC(conv2d_batch_norm_relu,
+            "conv2d + inference batch norm + relu, one epilogue per GEMM block",
+            BN_UNFUSED " | relu x=_"),
 };

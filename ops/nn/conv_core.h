@@ -133,6 +133,44 @@ static inline double nn_conv_small_elems(const nn_conv_geom *g) {
   {"layout", OPF_P_ENUM, 0, 0, 0, choices,                                                     \
    "channels first or last (the weight stays (F, C/groups, k...))"}
 
+/* ---- hooks of the plain and transposed convolution descriptors (conv.c, conv_transpose.c):
+ * inputs x, w, b (indices 0-2), a `layout` param whose choices give the rank, transposed when
+ * the descriptor has an `output_padding` param. ---- */
+int nn_conv_op_infer(opf_case *c);
+void nn_conv_op_geom(const opf_case *c, nn_conv_geom *g);
+int nn_conv_op_forward(opf_case *c);
+int nn_conv_op_backward(opf_case *c);
+int nn_conv_op_reference(opf_case *c);
+double nn_conv_op_flops(const opf_case *c, opf_pass p);
+#define NN_CONV_OP_HOOKS                                                                       \
+  .infer = nn_conv_op_infer, .forward = nn_conv_op_forward, .backward = nn_conv_op_backward,  \
+  .reference = nn_conv_op_reference, .flops = nn_conv_op_flops, .bytes = opf_default_bytes
+
+/* Input descriptors shared by the convolution operators. */
+#define NN_CONV_IN_X(xhelp)                                                                    \
+  {.name = "x", .dtype = OPF_DT_CASE, .flags = OPF_IN_DIFF, .lo = -1, .hi = 1, .help = xhelp}
+#define NN_CONV_IN_W(whelp)                                                                    \
+  {.name = "w", .dtype = OPF_DT_CASE, .flags = OPF_IN_DIFF, .lo = -0.5, .hi = 0.5,             \
+   .help = whelp "; derived from filters/kernel when omitted"}
+#define NN_CONV_IN_B                                                                           \
+  {.name = "b", .dtype = OPF_DT_CASE, .flags = OPF_IN_DIFF | OPF_IN_OPTIONAL, .lo = -1,        \
+   .hi = 1, .help = "bias (F); b=none drops it"}
+#define NN_CONV_INPUTS(xhelp, whelp)                                                           \
+  .n_in = 3, .in = {NN_CONV_IN_X(xhelp), NN_CONV_IN_W(whelp), NN_CONV_IN_B}, .n_out = 1,       \
+  .out = {"y"}
+
+/* conv2d's inputs and params (also grouped/dilated_conv2d and conv2d_bias_relu). */
+#define NN_CONV2D_P(filters, pad, dilation, groups)                                           \
+  NN_CONV_P_FILTERS(filters), NN_CONV_P_KERNEL, NN_CONV_P_K("kh", "height"),                   \
+      NN_CONV_P_K("kw", "width"), NN_CONV_P_STRIDE, NN_CONV_P_PAD(pad),                        \
+      NN_CONV_P_DILATION(dilation), NN_CONV_P_GROUPS(groups)
+#define NN_CONV2D_PARAMS(filters, pad, dilation, groups)                                      \
+  .n_params = 9,                                                                               \
+  .params = {NN_CONV2D_P(filters, pad, dilation, groups), NN_CONV_P_LAYOUT("NCHW|NHWC")}
+#define NN_CONV2D_INPUTS                                                                          \
+  NN_CONV_INPUTS("input (N, C, H, W), or (N, H, W, C) with layout=NHWC",                      \
+                 "filters (F, C/groups, KH, KW)")
+
 /* Layout param choices per spatial rank (index 0: channels first). */
 static inline const char *nn_conv_layouts(int nd) {
   return nd == 1 ? "NCW|NWC" : nd == 2 ? "NCHW|NHWC" : "NCDHW|NDHWC";

@@ -118,43 +118,26 @@ static int col2im_infer(opf_case *c) {
   return OPF_OK;
 }
 
-static int im2col_forward(opf_case *c) {
+/* Every hook of both operators: which = 0 forward, 1 backward, 2 reference. im2col unfolds
+ * forward and folds backward; col2im the other way round. */
+static int im_run(opf_case *c, int col2im, int which) {
   nn_conv_geom g;
-  im_case_geom(c, &g, 0, 0);
-  nn_conv_unfold(&g, c->dtype, c->out[0].data, c->in[0].data);
+  im_case_geom(c, &g, col2im, 0);
+  int fold = col2im ^ (which == 1);
+  void *dst = which == 1 ? c->gin[0].data : c->out[0].data;
+  const void *src = which == 1 ? c->gout[0].data : c->in[0].data;
+  if (which == 2) /* (big, col): the image and the columns, whichever is the output */
+    nn_conv_ref_cols(&g, c->dtype, fold ? dst : (void *)src, fold ? (void *)src : dst, fold);
+  else if (fold) nn_conv_fold(&g, c->dtype, dst, src);
+  else nn_conv_unfold(&g, c->dtype, dst, src);
   return OPF_OK;
 }
-static int im2col_backward(opf_case *c) {
-  nn_conv_geom g;
-  im_case_geom(c, &g, 0, 0);
-  nn_conv_fold(&g, c->dtype, c->gin[0].data, c->gout[0].data);
-  return OPF_OK;
-}
-static int im2col_reference(opf_case *c) {
-  nn_conv_geom g;
-  im_case_geom(c, &g, 0, 0);
-  nn_conv_ref_cols(&g, c->dtype, c->in[0].data, c->out[0].data, 0);
-  return OPF_OK;
-}
-
-static int col2im_forward(opf_case *c) {
-  nn_conv_geom g;
-  im_case_geom(c, &g, 1, 0);
-  nn_conv_fold(&g, c->dtype, c->out[0].data, c->in[0].data);
-  return OPF_OK;
-}
-static int col2im_backward(opf_case *c) {
-  nn_conv_geom g;
-  im_case_geom(c, &g, 1, 0);
-  nn_conv_unfold(&g, c->dtype, c->gin[0].data, c->gout[0].data);
-  return OPF_OK;
-}
-static int col2im_reference(opf_case *c) {
-  nn_conv_geom g;
-  im_case_geom(c, &g, 1, 0);
-  nn_conv_ref_cols(&g, c->dtype, c->out[0].data, c->in[0].data, 1);
-  return OPF_OK;
-}
+static int im2col_forward(opf_case *c) { return im_run(c, 0, 0); }
+static int im2col_backward(opf_case *c) { return im_run(c, 0, 1); }
+static int im2col_reference(opf_case *c) { return im_run(c, 0, 2); }
+static int col2im_forward(opf_case *c) { return im_run(c, 1, 0); }
+static int col2im_backward(opf_case *c) { return im_run(c, 1, 1); }
+static int col2im_reference(opf_case *c) { return im_run(c, 1, 2); }
 
 /* Pure data movement one way (0 flops), one add per col element the other way (the fold
  * sums overlapping windows): N*C*prod(kernel)*L. */

@@ -250,8 +250,11 @@ static inline int32_t pool_opaque_zero(void) {
           memcpy(dr + i0, &acc, sizeof acc);                                                  \
         }                                                                                     \
         done = W;                                                                             \
-      } else if (s == 2) { /* chunks of 2V: dx[2j] from phase 0, dx[2j + 1] from phase 1 */  \
-        for (int64_t j = 0; 2 * j + 2 * V <= W; j += V, done = 2 * j) {                       \
+      } else if (s == 2 && W >= 2 * V) { /* chunks of 2V: dx[2j] from phase 0, dx[2j + 1]  \
+                                          * from phase 1; the last chunk shifted back */     \
+        int64_t jl = (W - 2 * V) / 2;                                                         \
+        done = 2 * jl + 2 * V;                                                                \
+        for (int64_t j = 0; j <= jl; j = j + V > jl && j < jl ? jl : j + V) {                 \
           vf_##S f0 = {0}, f1 = {0};                                                          \
           for (int64_t kw = 0; kw < K; kw++) {                                                \
             int64_t r0 = p - kw; /* phase 0 when even, else phase 1 with (1 + p - kw) */     \
@@ -537,13 +540,14 @@ static int pool_mode(const pool_geom *g, size_t e) {
   return M_DIRECT;
 }
 
-/* Scratch of the channels-first average backward: the t plane of cf_spread_body, rows of
- * the (either orientation's) output row plus margins of K + 1. */
-static size_t pool_row_elems(const pool_geom *g) {
-  int64_t o = g->out[2] > g->out[1] ? g->out[2] : g->out[1];
-  int64_t i = g->in[2] > g->in[1] ? g->in[2] : g->in[1];
-  int64_t k = g->k[2] > g->k[1] ? g->k[2] : g->k[1];
-  return g->kind == PK_MAX ? 0 : (size_t)(g->in[0] * i * (o + 2 * (k + 1)));
+/* Scratch of the channels-first average backward: the t plane of cf_spread_body, one row
+ * per input row of the plane as the kernels see it (transposed: H and W swapped), each the
+ * output row plus margins of K + 1. */
+static size_t pool_row_elems(const pool_geom *g, int mode) {
+  int tr = mode == M_TR;
+  int64_t rows = g->in[0] * (tr ? g->in[2] : g->in[1]);
+  int64_t pitch = (tr ? g->out[1] : g->out[2]) + 2 * ((tr ? g->k[1] : g->k[2]) + 1);
+  return g->kind == PK_MAX ? 0 : (size_t)(rows * pitch);
 }
 
 static void pool_layout(const opf_case *c, pool_ctx *t) {
@@ -558,7 +562,7 @@ static void pool_layout(const opf_case *c, pool_ctx *t) {
   t->sa = t->mode == M_TR ? pool_align(S * e) : t->mode == M_STAGED ? pool_align(pool_staged_elems(g) * e) : 0;
   t->sb = t->mode == M_TR ? pool_align(OS * e) : 0;
   size_t sc = t->mode == M_TR ? pool_align(OS * 4) : 0;
-  t->slot = g->cl ? 64 : 64 + pool_align(pool_row_elems(g) * e) + t->sa + t->sb + sc;
+  t->slot = g->cl ? 64 : 64 + pool_align(pool_row_elems(g, t->mode) * e) + t->sa + t->sb + sc;
   char *ws = c->ws;
   t->am = t->max ? (int32_t *)ws : NULL;
   t->ds = t->max ? NULL : ws;
@@ -630,7 +634,7 @@ static void pool_cf_items(void *ctx, int64_t lo, int64_t hi, int k) {
   size_t e = t->esz, S = (size_t)g->S, OS = (size_t)g->OS;
   int64_t D = g->in[0], H = g->in[1], W = g->in[2], OD = g->out[0], OH = g->out[1], OW = g->out[2];
   char *slot = t->slots + (size_t)k * t->slot;
-  char *pa = slot + pool_align(pool_row_elems(g) * e), *pb = pa + t->sa, *pc = pb + t->sb;
+  char *pa = slot + pool_align(pool_row_elems(g, t->mode) * e), *pb = pa + t->sa, *pc = pb + t->sb;
   pool_view q = pool_view_of(t);
   if (t->bwd && t->max) {
     pool_scatter(c->dtype, c->gout[0].data, c->gin[0].data, t->am, g->S, g->OS, lo, hi);

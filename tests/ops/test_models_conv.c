@@ -15,23 +15,6 @@
 
 #include "test_support.h"
 
-/* Exact flops and bytes of one float32 case for the three passes. */
-static void golden(const char *name, const char *spec, double f_fwd, double f_bwd, double b_fwd,
-                   double b_bwd) {
-  const opf_op *op = ts_op(name);
-  opf_case c;
-  opf_err e;
-  if (opf_case_init(&c, op, OPF_F32, spec, &e)) fail_msg("%s [%s]: %s", name, spec, e.msg);
-  double (*fl)(const opf_case *, opf_pass) = op->flops ? op->flops : opf_default_flops;
-  double (*by)(const opf_case *, opf_pass) = op->bytes ? op->bytes : opf_default_bytes;
-  double got[6] = {fl(&c, OPF_PASS_FWD), fl(&c, OPF_PASS_BWD), fl(&c, OPF_PASS_BOTH),
-                   by(&c, OPF_PASS_FWD), by(&c, OPF_PASS_BWD), by(&c, OPF_PASS_BOTH)};
-  double want[6] = {f_fwd, f_bwd, f_fwd + f_bwd, b_fwd, b_bwd, b_fwd + b_bwd};
-  for (int k = 0; k < 6; k++)
-    if (got[k] != want[k])
-      fail_msg("%s [%s]: model %d is %.17g, expected %.17g", name, spec, k, got[k], want[k]);
-}
-
 /* Bytes follow the default model: fwd = inputs + outputs; bwd = gout (= outputs) + inputs +
  * the gradients of the differentiable inputs. float32 throughout. */
 static void test_golden_conv(void **state) {
@@ -40,26 +23,26 @@ static void test_golden_conv(void **state) {
    * dot of C*K = 768: 2*8388608*768 = 12884901888 (+8388608 bias adds) fwd; bwd twice the
    * GEMM work + db = 25778192384. Bytes: x, y 33554432 each, w 256*256*3*4 = 786432, b 1024:
    * fwd 67896320, bwd 33554432 + 2*(33554432 + 786432 + 1024) = 102238208. */
-  golden("conv1d", "x=32x256x1024 filters=256 kernel=3 pad=1", 12893290496.0, 25778192384.0,
+  ts_expect_models("conv1d", OPF_F32, "x=32x256x1024 filters=256 kernel=3 pad=1", 12893290496.0, 25778192384.0,
          67896320.0, 102238208.0);
   /* conv2d NHWC: the same work and traffic as NCHW (test_models_nn): 2*6422528*576 + 6422528
    * fwd, 2*7398752256 + 6422528 bwd; bytes 51527936 / 77365760. */
-  golden("conv2d", "x=32x56x56x64 filters=64 kernel=3 pad=1 layout=NHWC", 7405174784.0,
+  ts_expect_models("conv2d", OPF_F32, "x=32x56x56x64 filters=64 kernel=3 pad=1 layout=NHWC", 7405174784.0,
          14803927040.0, 51527936.0, 77365760.0);
   /* dilated_conv2d (32,64,56,56) 3x3 dilation 2 pad 2: 56x56 outputs again: as conv2d. */
-  golden("dilated_conv2d", "x=32x64x56x56 filters=64 kernel=3 pad=2 dilation=2", 7405174784.0,
+  ts_expect_models("dilated_conv2d", OPF_F32, "x=32x64x56x56 filters=64 kernel=3 pad=2 dilation=2", 7405174784.0,
          14803927040.0, 51527936.0, 77365760.0);
   /* grouped_conv2d (32,128,56,56), 128 filters 3x3 pad 1, groups 32: 12845056 outputs, each a
    * dot of C/groups*9 = 36: 2*12845056*36 = 924844032 + 12845056 = 937689088 fwd,
    * 1849688064 + 12845056 = 1862533120 bwd. x, y 51380224 bytes, w 128*4*9*4 = 18432, b 512:
    * fwd 102779392, bwd 51380224 + 2*51399168 = 154178560. */
-  golden("grouped_conv2d", "x=32x128x56x56 filters=128 kernel=3 pad=1 groups=32", 937689088.0,
+  ts_expect_models("grouped_conv2d", OPF_F32, "x=32x128x56x56 filters=128 kernel=3 pad=1 groups=32", 937689088.0,
          1862533120.0, 102779392.0, 154178560.0);
   /* conv3d (8,64,16,56,56), 64 filters 3x3x3 pad 1: 25690112 outputs, dots of 64*27 = 1728:
    * 2*25690112*1728 = 88785027072 + 25690112 = 88810717184 fwd; 177570054144 + 25690112 =
    * 177595744256 bwd. x, y 102760448 bytes, w 64*64*27*4 = 442368, b 256: fwd 205963520,
    * bwd 102760448 + 2*103203072 = 309166592. */
-  golden("conv3d", "x=8x64x16x56x56 filters=64 kernel=3 pad=1", 88810717184.0, 177595744256.0,
+  ts_expect_models("conv3d", OPF_F32, "x=8x64x16x56x56 filters=64 kernel=3 pad=1", 88810717184.0, 177595744256.0,
          205963520.0, 309166592.0);
 }
 
@@ -71,19 +54,19 @@ static void test_golden_transpose(void **state) {
    * = 8598323200 fwd; bwd 2*8589934592 + 8388608 (db) = 17188257792. Bytes: x 16777216,
    * w 256*256*4*4 = 1048576, b 1024, y 33554432: fwd 51381248, bwd 33554432 + 2*17826816
    * = 69208064. */
-  golden("conv1d_transpose", "x=32x256x512 filters=256 kernel=4 stride=2 pad=1", 8598323200.0,
+  ts_expect_models("conv1d_transpose", OPF_F32, "x=32x256x512 filters=256 kernel=4 stride=2 pad=1", 8598323200.0,
          17188257792.0, 51381248.0, 69208064.0);
   /* conv2d_transpose x=(32,64,28,28), 64 filters 4x4, stride 2, pad 1: y (32,64,56,56).
    * 2*32*64*784*(64*16) = 3288334336 + 6422528 = 3294756864 fwd; 6576668672 + 6422528 =
    * 6583091200 bwd. x 6422528 bytes, w 262144, b 256, y 25690112: fwd 32375040, bwd
    * 25690112 + 2*6684928 = 39059968. */
-  golden("conv2d_transpose", "x=32x64x28x28 filters=64 kernel=4 stride=2 pad=1", 3294756864.0,
+  ts_expect_models("conv2d_transpose", OPF_F32, "x=32x64x28x28 filters=64 kernel=4 stride=2 pad=1", 3294756864.0,
          6583091200.0, 32375040.0, 39059968.0);
   /* conv3d_transpose x=(8,64,8,28,28), 64 filters 4x4x4, stride 2, pad 1: y (8,64,16,56,56).
    * 2*8*64*6272*(64*64) = 26306674688 + 25690112 = 26332364800 fwd; 52613349376 + 25690112 =
    * 52639039488 bwd. x 12845056 bytes, w 64*64*64*4 = 1048576, b 256, y 102760448: fwd
    * 116654336, bwd 102760448 + 2*13893888 = 130548224. */
-  golden("conv3d_transpose", "x=8x64x8x28x28 filters=64 kernel=4 stride=2 pad=1", 26332364800.0,
+  ts_expect_models("conv3d_transpose", OPF_F32, "x=8x64x8x28x28 filters=64 kernel=4 stride=2 pad=1", 26332364800.0,
          52639039488.0, 116654336.0, 130548224.0);
 }
 
@@ -92,9 +75,9 @@ static void test_golden_cols(void **state) {
   /* im2col x=(32,64,56,56) 3x3 pad 1: y (32,576,3136), 57802752 elements; data movement fwd
    * (0 flops), one add per col element bwd (the fold). Bytes: x 25690112, y 231211008: fwd
    * 256901120; bwd y + 2x = 282591232. */
-  golden("im2col", "x=32x64x56x56 kernel=3,3 pad=1", 0.0, 57802752.0, 256901120.0, 282591232.0);
+  ts_expect_models("im2col", OPF_F32, "x=32x64x56x56 kernel=3,3 pad=1", 0.0, 57802752.0, 256901120.0, 282591232.0);
   /* col2im, its adjoint: the adds fwd, none bwd; bwd bytes y + 2x = 25690112 + 462422016. */
-  golden("col2im", "x=32x576x3136 output_size=56,56 kernel=3,3 pad=1", 57802752.0, 0.0,
+  ts_expect_models("col2im", OPF_F32, "x=32x576x3136 output_size=56,56 kernel=3,3 pad=1", 57802752.0, 0.0,
          256901120.0, 488112128.0);
 }
 
@@ -103,7 +86,7 @@ static void test_golden_fused(void **state) {
   /* conv2d_bias_relu (32,64,56,56), 64 filters 3x3 pad 1: conv2d's 7398752256 GEMM flops,
    * 6422528 bias adds and 6422528 relu compares fwd = 7411597312; bwd 14797504512 + 6422528
    * (mask) + 6422528 (db) = 14810349568. Bytes as conv2d: 51527936 / 77365760. */
-  golden("conv2d_bias_relu", "x=32x64x56x56 filters=64 kernel=3 pad=1", 7411597312.0,
+  ts_expect_models("conv2d_bias_relu", OPF_F32, "x=32x64x56x56 filters=64 kernel=3 pad=1", 7411597312.0,
          14810349568.0, 51527936.0, 77365760.0);
   /* conv2d_batch_norm: 7398752256 + 2*6422528 (scale, shift) fwd = 7411597312 (+6422528 with
    * a conv bias); bwd 14797504512 + 6422528 (channel sums) + 3*64*576 (dgamma dots, dw
@@ -115,50 +98,39 @@ static void test_golden_fused(void **state) {
 #else
   const double bias = 0, bb = 0;
 #endif
-  golden("conv2d_batch_norm", "x=32x64x56x56 filters=64 kernel=3 pad=1", 7411597312.0 + bias,
+  ts_expect_models("conv2d_batch_norm", OPF_F32, "x=32x64x56x56 filters=64 kernel=3 pad=1", 7411597312.0 + bias,
          14804037632.0, 51528704.0 + bb, 77366784.0 + 2 * bb);
-  golden("conv2d_batch_norm_relu", "x=32x64x56x56 filters=64 kernel=3 pad=1",
+  ts_expect_models("conv2d_batch_norm_relu", OPF_F32, "x=32x64x56x56 filters=64 kernel=3 pad=1",
          7418019840.0 + bias, 14810460160.0, 51528704.0 + bb, 77366784.0 + 2 * bb);
-}
-
-/* Shape of input idx (in) or output idx of a resolved float32 spec. */
-static void expect_shape(const char *name, const char *spec, int in, int idx, const char *want) {
-  opf_case c;
-  opf_err e;
-  char got[96];
-  if (opf_case_init(&c, ts_op(name), OPF_F32, spec, &e)) fail_msg("%s [%s]: %s", name, spec, e.msg);
-  opf_shape_str(in ? &c.in[idx] : &c.out[idx], got, sizeof got);
-  if (strcmp(got, want))
-    fail_msg("%s [%s]: %s %d is %s, expected %s", name, spec, in ? "input" : "output", idx, got, want);
 }
 
 static void test_derived_shapes(void **state) {
   (void)state;
   /* conv1d: (10 + 2 - 2*(3-1) - 1)/2 + 1 = 4 */
-  expect_shape("conv1d", "x=2x6x10 filters=4 kernel=3 stride=2 pad=1 dilation=2 groups=2", 1, 1, "4x3x3");
-  expect_shape("conv1d", "x=2x6x10 filters=4 kernel=3 stride=2 pad=1 dilation=2 groups=2", 0, 0, "2x4x4");
-  expect_shape("conv1d", "x=2x10x6 filters=4 kernel=3 layout=NWC", 0, 0, "2x8x4");
+  ts_expect_shape("conv1d", "x=2x6x10 filters=4 kernel=3 stride=2 pad=1 dilation=2 groups=2", 1, 1, "4x3x3");
+  ts_expect_shape("conv1d", "x=2x6x10 filters=4 kernel=3 stride=2 pad=1 dilation=2 groups=2", 0, 0, "2x4x4");
+  ts_expect_shape("conv1d", "x=2x10x6 filters=4 kernel=3 layout=NWC", 0, 0, "2x8x4");
   /* channels-last keeps the (F, C/groups, k...) weight */
-  expect_shape("conv2d", "x=2x9x8x6 filters=4 kernel=3 groups=2 layout=NHWC", 1, 1, "4x3x3x3");
-  expect_shape("conv2d", "x=2x9x8x6 filters=4 kernel=3 groups=2 layout=NHWC", 0, 0, "2x7x6x4");
-  expect_shape("conv3d", "x=1x2x5x6x7 filters=3 kd=1 kh=2 kw=3", 1, 1, "3x2x1x2x3");
-  expect_shape("conv3d", "x=1x2x5x6x7 filters=3 kd=1 kh=2 kw=3", 0, 0, "1x3x5x5x5");
-  expect_shape("conv3d", "x=1x5x6x7x2 filters=3 kernel=3 pad=1 layout=NDHWC", 0, 0, "1x5x6x7x3");
-  expect_shape("grouped_conv2d", "x=2x64x8x8", 1, 1, "128x2x3x3");
-  expect_shape("dilated_conv2d", "x=2x16x20x20", 0, 0, "2x64x20x20");
+  ts_expect_shape("conv2d", "x=2x9x8x6 filters=4 kernel=3 groups=2 layout=NHWC", 1, 1, "4x3x3x3");
+  ts_expect_shape("conv2d", "x=2x9x8x6 filters=4 kernel=3 groups=2 layout=NHWC", 0, 0, "2x7x6x4");
+  ts_expect_shape("conv3d", "x=1x2x5x6x7 filters=3 kd=1 kh=2 kw=3", 1, 1, "3x2x1x2x3");
+  ts_expect_shape("conv3d", "x=1x2x5x6x7 filters=3 kd=1 kh=2 kw=3", 0, 0, "1x3x5x5x5");
+  ts_expect_shape("conv3d", "x=1x5x6x7x2 filters=3 kernel=3 pad=1 layout=NDHWC", 0, 0, "1x5x6x7x3");
+  ts_expect_shape("grouped_conv2d", "x=2x64x8x8", 1, 1, "128x2x3x3");
+  ts_expect_shape("dilated_conv2d", "x=2x16x20x20", 0, 0, "2x64x20x20");
   /* transposes: (in-1)*s - 2p + d(k-1) + output_padding + 1; w (C, F/groups, k...) */
-  expect_shape("conv2d_transpose", "x=32x64x28x28 filters=64 kernel=4 stride=2 pad=1", 0, 0, "32x64x56x56");
-  expect_shape("conv2d_transpose", "x=1x4x3x5 filters=6 kernel=3 groups=2", 1, 1, "4x3x3x3");
-  expect_shape("conv1d_transpose", "x=1x4x5 filters=2 kernel=3 stride=2 pad=1 output_padding=1 dilation=2", 0, 0, "1x2x12");
-  expect_shape("conv3d_transpose", "x=1x2x2x3x2 filters=2 kd=2 kh=3 kw=2 stride=2 pad=1 output_padding=1 dilation=2", 0, 0, "1x2x4x8x4");
-  expect_shape("conv2d_transpose", "x=1x3x4x4 filters=6 kernel=4 stride=2 pad=1 layout=NHWC", 0, 0, "1x6x8x6");
+  ts_expect_shape("conv2d_transpose", "x=32x64x28x28 filters=64 kernel=4 stride=2 pad=1", 0, 0, "32x64x56x56");
+  ts_expect_shape("conv2d_transpose", "x=1x4x3x5 filters=6 kernel=3 groups=2", 1, 1, "4x3x3x3");
+  ts_expect_shape("conv1d_transpose", "x=1x4x5 filters=2 kernel=3 stride=2 pad=1 output_padding=1 dilation=2", 0, 0, "1x2x12");
+  ts_expect_shape("conv3d_transpose", "x=1x2x2x3x2 filters=2 kd=2 kh=3 kw=2 stride=2 pad=1 output_padding=1 dilation=2", 0, 0, "1x2x4x8x4");
+  ts_expect_shape("conv2d_transpose", "x=1x3x4x4 filters=6 kernel=4 stride=2 pad=1 layout=NHWC", 0, 0, "1x6x8x6");
   /* im2col / col2im */
-  expect_shape("im2col", "x=32x64x56x56 kernel=3,3 pad=1", 0, 0, "32x576x3136");
-  expect_shape("im2col", "x=1x2x6x5 kernel=2,3 stride=2,1 pad=1,0 dilate=1,2", 0, 0, "1x12x4");
-  expect_shape("col2im", "x=1x24x80 output_size=3,4,4 kernel=2,2,3 pad=1", 0, 0, "1x2x3x4x4");
+  ts_expect_shape("im2col", "x=32x64x56x56 kernel=3,3 pad=1", 0, 0, "32x576x3136");
+  ts_expect_shape("im2col", "x=1x2x6x5 kernel=2,3 stride=2,1 pad=1,0 dilate=1,2", 0, 0, "1x12x4");
+  ts_expect_shape("col2im", "x=1x24x80 output_size=3,4,4 kernel=2,2,3 pad=1", 0, 0, "1x2x3x4x4");
   /* the batch-norm vectors from the filters */
-  expect_shape("conv2d_batch_norm", "x=2x3x8x8 filters=5", 1, 2, "5");
-  expect_shape("conv2d_batch_norm_relu", "x=2x3x8x8 filters=5", 1, 5, "5");
+  ts_expect_shape("conv2d_batch_norm", "x=2x3x8x8 filters=5", 1, 2, "5");
+  ts_expect_shape("conv2d_batch_norm_relu", "x=2x3x8x8 filters=5", 1, 5, "5");
 }
 
 static void test_conv_errors(void **state) {

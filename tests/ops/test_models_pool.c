@@ -1,0 +1,210 @@
+/* test_models_pool.c: the pooling family (pool.c, pool_global.c): golden flops and bytes at one
+ * standard shape per operator (derived by hand below), output shapes in both layouts and with
+ * per-axis windows, the infer error paths, and max pooling's tie rule (the gradient of a
+ * window whose maximum repeats goes to the first maximum in row-major window order) on every
+ * kernel path: direct, staged (padded short rows), transposed (narrow planes), channels-last
+ * (vector chunks and narrow C), global. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "test_support.h"
+
+/* Window pools. Let O = outputs, T = O * window volume, X = input elements, e = element size.
+ * max: fwd T compares, bwd O adds (the scatter); bytes (X + O) * e + 4 O (int32 argmax) per pass.
+ * avg: T + O (adds plus one scale per output) both passes; bytes (X + O) * e.
+ * sum: T both passes; bytes (X + O) * e. */
+static void test_golden_window(void **state) {
+  (void)state;
+  /* X = 32*64*4096 = 8388608, O = 32*64*2048 = 4194304, T = 2 O = 8388608;
+   * bytes (8388608 + 4194304) * 4 + 4 * 4194304 = 67108864 */
+  ts_expect_models("max_pool1d", OPF_F32, "x=32x64x4096 kernel=2 stride=2", 8388608.0,
+                   4194304.0, 67108864.0, 67108864.0);
+  /* O = X = 8388608, T = 3 O = 25165824, T + O = 33554432; bytes 2 * 8388608 * 4 */
+  ts_expect_models("avg_pool1d", OPF_F32, "x=32x64x4096 kernel=3 stride=1 pad=1", 33554432.0,
+                   33554432.0, 67108864.0, 67108864.0);
+  /* NWC: O = 32*2048*64 = 4194304, T = 8388608; bytes (8388608 + 4194304) * 4 = 50331648 */
+  ts_expect_models("sum_pool1d", OPF_F32, "x=32x4096x64 kernel=2 stride=2 layout=NWC",
+                   8388608.0, 8388608.0, 50331648.0, 50331648.0);
+  /* O = 32*64*28*28 = 1605632, T = 4 O = 6422528; (6422528 + 1605632) * 4 + 4 O = 38535168 */
+  ts_expect_models("max_pool2d", OPF_F32, "x=32x64x56x56 kernel=2 stride=2", 6422528.0,
+                   1605632.0, 38535168.0, 38535168.0);
+  /* NHWC 3x3 pad 1: O = X = 6422528, T = 9 O = 57802752, T + O = 64225280; bytes 2 X * 4 */
+  ts_expect_models("avg_pool2d", OPF_F32, "x=32x56x56x64 kernel=3 stride=1 pad=1 layout=NHWC",
+                   64225280.0, 64225280.0, 51380224.0, 51380224.0);
+  /* O = 1605632, T = 6422528; bytes (6422528 + 1605632) * 4 = 32112640 */
+  ts_expect_models("sum_pool2d", OPF_F32, "x=32x64x56x56 kernel=2 stride=2", 6422528.0,
+                   6422528.0, 32112640.0, 32112640.0);
+  /* X = 8*64*16*56*56 = 25690112, O = 8*64*8*28*28 = 3211264, T = 8 O = 25690112;
+   * bytes (25690112 + 3211264) * 4 + 4 O = 128450560 */
+  ts_expect_models("max_pool3d", OPF_F32, "x=8x64x16x56x56 kernel=2 stride=2", 25690112.0,
+                   3211264.0, 128450560.0, 128450560.0);
+  /* NDHWC 3x3x3 pad 1: O = X = 25690112, T = 27 O = 693633024, T + O = 719323136;
+   * bytes 2 X * 4 = 205520896 */
+  ts_expect_models("avg_pool3d", OPF_F32,
+                   "x=8x16x56x56x64 kernel=3 stride=1 pad=1 layout=NDHWC", 719323136.0,
+                   719323136.0, 205520896.0, 205520896.0);
+  /* per-axis window 1x3x3, stride 1x2x2, pad 0x1x1, float64: O = 8*64*16*28*28 = 6422528,
+   * T = 9 O = 57802752; bytes (25690112 + 6422528) * 8 = 256901120 */
+  ts_expect_models("sum_pool3d", OPF_F64, "x=8x64x16x56x56 kernel=1,3,3 stride=1,2,2 pad=0,1,1",
+                   57802752.0, 57802752.0, 256901120.0, 256901120.0);
+}
+
+/* Global pools: the window is the whole input (T = X), O = N * C. max: fwd X, bwd O;
+ * avg: fwd X + O, bwd X (one scaled copy per input element); bytes as the window pools. */
+static void test_golden_global(void **state) {
+  (void)state;
+  /* X = 8388608, O = 2048: bytes (8388608 + 2048) * 4 + 4 * 2048 = 33570816 */
+  ts_expect_models("global_max_pool1d", OPF_F32, "x=32x64x4096", 8388608.0, 2048.0, 33570816.0,
+                   33570816.0);
+  ts_expect_models("global_avg_pool1d", OPF_F32, "x=32x4096x64 layout=NWC", 8390656.0, 8388608.0,
+                   33562624.0, 33562624.0);
+  /* X = 32*2048*49 = 3211264, O = 65536: (3211264 + 65536) * 4 + 4 * 65536 = 13369344 */
+  ts_expect_models("global_max_pool2d", OPF_F32, "x=32x2048x7x7", 3211264.0, 65536.0,
+                   13369344.0, 13369344.0);
+  /* X = 6422528, O = 2048: (6422528 + 2048) * 4 = 25698304 */
+  ts_expect_models("global_avg_pool2d", OPF_F32, "x=32x64x56x56", 6424576.0, 6422528.0,
+                   25698304.0, 25698304.0);
+  /* X = 25690112, O = 512: (25690112 + 512) * 4 + 4 * 512 = 102764544 */
+  ts_expect_models("global_max_pool3d", OPF_F32, "x=8x16x56x56x64 layout=NDHWC", 25690112.0,
+                   512.0, 102764544.0, 102764544.0);
+  ts_expect_models("global_avg_pool3d", OPF_F32, "x=8x64x16x56x56", 25690624.0, 25690112.0,
+                   102762496.0, 102762496.0);
+}
+
+static void test_shapes(void **state) {
+  (void)state;
+  /* stride 0 (the default) means stride = kernel: (9 - 2) / 2 + 1 = 4, (8 - 2) / 2 + 1 = 4 */
+  ts_expect_shape("max_pool2d", "x=2x3x9x8 kernel=2", 0, 0, "2x3x4x4");
+  ts_expect_shape("max_pool2d", "x=2x9x8x3 kernel=2 layout=NHWC", 0, 0, "2x4x4x3");
+  /* (10 + 2 - 3) / 2 + 1 = 5 */
+  ts_expect_shape("avg_pool1d", "x=2x3x10 kernel=3 stride=2 pad=1", 0, 0, "2x3x5");
+  ts_expect_shape("sum_pool1d", "x=2x10x3 kernel=3 stride=2 pad=1 layout=NWC", 0, 0, "2x5x3");
+  /* per axis: D 4, H (9 + 2 - 3) / 2 + 1 = 5, W (8 - 2) / 2 + 1 = 4 */
+  ts_expect_shape("max_pool3d", "x=1x2x4x9x8 kernel=1,3,2 stride=1,2,2 pad=0,1,0", 0, 0,
+                  "1x2x4x5x4");
+  ts_expect_shape("avg_pool3d", "x=1x4x9x8x2 kernel=1,3,2 stride=1,2,2 pad=0,1,0 layout=NDHWC",
+                  0, 0, "1x4x5x4x2");
+  ts_expect_shape("global_avg_pool2d", "x=2x3x4x5", 0, 0, "2x3x1x1");
+  ts_expect_shape("global_max_pool2d", "x=2x4x5x3 layout=NHWC", 0, 0, "2x1x1x3");
+  ts_expect_shape("global_max_pool1d", "x=2x3x7", 0, 0, "2x3x1");
+  ts_expect_shape("global_avg_pool3d", "x=1x2x3x4x5 layout=NDHWC", 0, 0, "1x1x1x1x5");
+}
+
+static void test_errors(void **state) {
+  (void)state;
+  const char *win[] = {"max_pool2d", "avg_pool2d", "sum_pool2d"};
+  for (int k = 0; k < 3; k++) {
+    ts_expect_einval(win[k], "x=1x1x8x8 kernel=3 pad=2", "pad 2 must be at most half the kernel 3");
+    ts_expect_einval(win[k], "x=1x1x3x3 kernel=6 pad=1",
+                     "window 6x6 is larger than the padded input 5x5 (input 3x3, pad 1x1)");
+    ts_expect_einval(win[k], "x=8x8", "input 'x' must be 4-D NCHW, got 8x8 (2-D)");
+    ts_expect_einval(win[k], "x=1x8x8 layout=NHWC", "must be 4-D NHWC");
+    ts_expect_einval(win[k], "x=1x1x8x0 kernel=1", "1x1x8x0 has an empty dimension");
+    ts_expect_einval(win[k], "x=1x1x8x8 kernel=2,2,2",
+                     "kernel has 3 values; give 1 (every axis) or 2");
+    ts_expect_einval(win[k], "x=1x1x8x8 stride=1,1,1", "stride has 3 values");
+    ts_expect_einval(win[k], "x=1x1x8x8 kernel=0", "kernel");
+    ts_expect_einval(win[k], "x=1x1x8x8 layout=NWHC", "layout");
+  }
+  /* one axis of a per-axis window */
+  ts_expect_einval("max_pool3d", "x=1x1x4x8x8 kernel=3 pad=0,2,1",
+                   "pad 2 must be at most half the kernel 3 (axis H)");
+  ts_expect_einval("avg_pool3d", "x=1x1x1x8x8 kernel=4,2,2 pad=1,0,0",
+                   "window 4x2x2 is larger than the padded input 3x8x8 (input 1x8x8, pad 1x0x0)");
+  ts_expect_einval("sum_pool3d", "x=1x1x8x8", "must be 5-D NCDHW");
+  ts_expect_einval("max_pool1d", "x=1x2x4 kernel=5", "window 5 is larger than the padded input 4");
+  ts_expect_einval("avg_pool1d", "x=1x2x8 kernel=2 pad=2", "pad 2 must be at most half the kernel 2");
+  ts_expect_einval("max_pool1d", "x=1x2x3x4", "must be 3-D NCW");
+  ts_expect_einval("max_pool1d", "x=1x8x2x4 layout=NWC", "must be 3-D NWC");
+  /* global pools have no window: only the input's rank and sizes */
+  ts_expect_einval("global_max_pool2d", "x=2x3x4", "must be 4-D NCHW");
+  ts_expect_einval("global_avg_pool3d", "x=2x3x4x5 layout=NDHWC", "must be 5-D NDHWC");
+  ts_expect_einval("global_avg_pool1d", "x=2x0x4", "empty dimension");
+}
+
+/* Element offset of (n, c, spatial s) in layout cl. */
+static int64_t at(int cl, int64_t C, int64_t S, int64_t n, int64_t c, int64_t s) {
+  return cl ? (n * S + s) * C + c : (n * C + c) * S + s;
+}
+
+/* Max pooling of a constant input: every window ties, so with g = 1 each window sends 1 to its
+ * first real element in row-major order (the one of smallest index). Checks forward and that
+ * rule on the case spec (spatial dims in[3], window k/s/p per axis, 1-D/2-D with unit leading
+ * axes; global: the whole input). */
+static void check_ties(const char *name, const char *spec, int cl, int64_t N, int64_t C,
+                       const int64_t *in, const int64_t *k, const int64_t *st, const int64_t *p) {
+  opf_case c;
+  ts_case_ready(&c, ts_op(name), OPF_F64, spec, 1, 5);
+  int64_t X = opf_numel(&c.in[0]), O = opf_numel(&c.out[0]);
+  for (int64_t i = 0; i < X; i++) ts_set(&c.in[0], i, 0.25);
+  for (int64_t i = 0; i < O; i++) ts_set(&c.gout[0], i, 1.0);
+  assert_int_equal(c.op->forward(&c), OPF_OK);
+  assert_int_equal(c.op->backward(&c), OPF_OK);
+  for (int64_t i = 0; i < O; i++) assert_float_equal(ts_get(&c.out[0], i), 0.25, 0);
+  int64_t out[3], S = in[0] * in[1] * in[2];
+  for (int a = 0; a < 3; a++) out[a] = (in[a] + 2 * p[a] - k[a]) / st[a] + 1;
+  static double want[1 << 16];
+  assert_true(X <= (int64_t)(sizeof want / sizeof want[0]));
+  memset(want, 0, sizeof want);
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t ch = 0; ch < C; ch++)
+      for (int64_t od = 0; od < out[0]; od++)
+        for (int64_t oh = 0; oh < out[1]; oh++)
+          for (int64_t ow = 0; ow < out[2]; ow++) {
+            int64_t d = od * st[0] - p[0], h = oh * st[1] - p[1], w = ow * st[2] - p[2];
+            d = d < 0 ? 0 : d, h = h < 0 ? 0 : h, w = w < 0 ? 0 : w; /* first real element */
+            want[at(cl, C, S, n, ch, (d * in[1] + h) * in[2] + w)] += 1;
+          }
+  for (int64_t i = 0; i < X; i++)
+    if (ts_get(&c.gin[0], i) != want[i])
+      fail_msg("%s [%s]: dx[%lld] = %g, expected %g (ties go to the first maximum)", name, spec,
+               (long long)i, ts_get(&c.gin[0], i), want[i]);
+  opf_case_release(&c);
+}
+
+static void test_max_ties(void **state) {
+  (void)state;
+  const int64_t one[3] = {1, 1, 1}, zero[3] = {0, 0, 0};
+  /* 2-D direct (stride 2 chunks), staged (pad 1, short rows), transposed (narrow plane) */
+  check_ties("max_pool2d", "x=2x3x12x40 kernel=2 stride=2", 0, 2, 3, (int64_t[]){1, 12, 40},
+             (int64_t[]){1, 2, 2}, (int64_t[]){1, 2, 2}, zero);
+  check_ties("max_pool2d", "x=1x2x9x37 kernel=3 stride=1 pad=1", 0, 1, 2, (int64_t[]){1, 9, 37},
+             (int64_t[]){1, 3, 3}, one, (int64_t[]){0, 1, 1});
+  check_ties("max_pool2d", "x=1x2x70x5 kernel=3 stride=1 pad=1", 0, 1, 2, (int64_t[]){1, 70, 5},
+             (int64_t[]){1, 3, 3}, one, (int64_t[]){0, 1, 1});
+  check_ties("max_pool2d", "x=1x2x70x7 kernel=2 stride=2 pad=1", 0, 1, 2, (int64_t[]){1, 70, 7},
+             (int64_t[]){1, 2, 2}, (int64_t[]){1, 2, 2}, (int64_t[]){0, 1, 1});
+  /* channels-last: vector chunks (C = 35) and fewer channels than a chunk (C = 3) */
+  check_ties("max_pool2d", "x=1x9x10x35 kernel=3 stride=2 pad=1 layout=NHWC", 1, 1, 35,
+             (int64_t[]){1, 9, 10}, (int64_t[]){1, 3, 3}, (int64_t[]){1, 2, 2},
+             (int64_t[]){0, 1, 1});
+  check_ties("max_pool2d", "x=2x7x6x3 kernel=3 stride=1 pad=1 layout=NHWC", 1, 2, 3,
+             (int64_t[]){1, 7, 6}, (int64_t[]){1, 3, 3}, one, (int64_t[]){0, 1, 1});
+  /* 1-D and 3-D with a per-axis window */
+  check_ties("max_pool1d", "x=2x2x100 kernel=4 stride=3 pad=2", 0, 2, 2, (int64_t[]){1, 1, 100},
+             (int64_t[]){1, 1, 4}, (int64_t[]){1, 1, 3}, (int64_t[]){0, 0, 2});
+  check_ties("max_pool3d", "x=1x2x5x6x33 kernel=3,2,3 stride=2,1,1 pad=1,1,1", 0, 1, 2,
+             (int64_t[]){5, 6, 33}, (int64_t[]){3, 2, 3}, (int64_t[]){2, 1, 1},
+             (int64_t[]){1, 1, 1});
+  /* global: the whole plane (vector and shorter-than-a-chunk paths) or image */
+  check_ties("global_max_pool2d", "x=2x3x9x11", 0, 2, 3, (int64_t[]){1, 9, 11},
+             (int64_t[]){1, 9, 11}, one, zero);
+  check_ties("global_max_pool1d", "x=2x3x5", 0, 2, 3, (int64_t[]){1, 1, 5}, (int64_t[]){1, 1, 5},
+             one, zero);
+  check_ties("global_max_pool3d", "x=1x2x3x4x20 layout=NDHWC", 1, 1, 20, (int64_t[]){2, 3, 4},
+             (int64_t[]){2, 3, 4}, one, zero);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_golden_window), cmocka_unit_test(test_golden_global),
+      cmocka_unit_test(test_shapes),        cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_max_ties),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
