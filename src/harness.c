@@ -32,6 +32,35 @@ void opf_settings_default(opf_settings *s) {
   snprintf(s->events, sizeof s->events, "sw");
 }
 
+int opf_hook_chain_add(opf_hook_chain *ch, const opf_region_hooks *h) {
+  if (ch->n >= OPF_MAX_HOOKS) return OPF_EINVAL;
+  ch->h[ch->n++] = *h;
+  return OPF_OK;
+}
+
+static void chain_begin(void *ctx) {
+  opf_hook_chain *ch = ctx;
+  for (int i = 0; i < ch->n; i++)
+    if (ch->h[i].sample_begin) ch->h[i].sample_begin(ch->h[i].ctx);
+}
+
+static void chain_end(void *ctx) {
+  opf_hook_chain *ch = ctx;
+  for (int i = ch->n - 1; i >= 0; i--)
+    if (ch->h[i].sample_end) ch->h[i].sample_end(ch->h[i].ctx);
+}
+
+static void chain_case_end(void *ctx, const opf_result *r) {
+  opf_hook_chain *ch = ctx;
+  for (int i = ch->n - 1; i >= 0; i--)
+    if (ch->h[i].case_end) ch->h[i].case_end(ch->h[i].ctx, r);
+}
+
+opf_region_hooks opf_hook_chain_hooks(opf_hook_chain *ch) {
+  opf_region_hooks h = {chain_begin, chain_end, chain_case_end, ch};
+  return h;
+}
+
 const char *opf_status_name(opf_status s) {
   static const char *n[] = {"ok", "skipped", "error", "crashed", "timeout"};
   return (unsigned)s <= OPF_ST_TIMEOUT ? n[s] : "?";

@@ -66,6 +66,19 @@ typedef struct opf_region_hooks {
   void *ctx;
 } opf_region_hooks;
 
+/* Several consumers of the measured region at once (callgrind, perf record control, the
+ * sampling profiler): a chain calls its members' begin hooks in the order added and their end
+ * hooks in reverse, so the first added brackets all others. opf_hook_chain_hooks gives the
+ * combined hooks for opf_settings.hooks (ctx = the chain, which must outlive the measurement). */
+#define OPF_MAX_HOOKS 4
+typedef struct opf_hook_chain {
+  opf_region_hooks h[OPF_MAX_HOOKS];
+  int n;
+} opf_hook_chain;
+/* OPF_OK, or OPF_EINVAL when the chain is full. */
+int opf_hook_chain_add(opf_hook_chain *ch, const opf_region_hooks *h);
+opf_region_hooks opf_hook_chain_hooks(opf_hook_chain *ch);
+
 typedef struct opf_settings {
   double warmup;      /* seconds of warm-up calls (at least one call) */
   double min_time;    /* measure at least this many seconds per case and pass */

@@ -49,6 +49,31 @@ void cli_verbose_line(const char *cmd, const opf_result *r, const opf_settings *
 /* Does the category match the filter (exact, or prefix followed by '.')? */
 int cli_category_matches(const char *category, const char *filter);
 
+/* SIGINT/SIGTERM (run, sweep): the first sets cli_stop_requested (the command stops after the
+ * current case and writes what it has, exit 130); the second stops at once, except when
+ * isolating (the isolated loop kills its child itself). */
+#include <signal.h>
+extern volatile sig_atomic_t cli_stop_requested;
+void cli_stop_install(int isolating);
+
+/* The measured-region hooks of a run (src/cli/region.c): whatever the back-end installed in
+ * s->hooks (callgrind's client requests) first, then perf record control (--perf-control SPEC
+ * or $OPPERF_PERF_CONTROL), then any the caller adds to chain. */
+#include "opperf/perfctl.h"
+typedef struct cli_region {
+  opf_hook_chain chain;
+  opf_region_hooks combined;
+  opf_perfctl perf;
+  int perf_on;
+} cli_region;
+/* spec NULL: $OPPERF_PERF_CONTROL if set. Opens the perf channels; prints the error and
+ * returns 2 when the spec is malformed or perf is not listening, else 0. */
+int cli_region_setup(cli_region *r, opf_settings *s, const char *perf_spec);
+/* Point s->hooks at the chain (after every member is added). */
+void cli_region_install(cli_region *r, opf_settings *s);
+/* Closes the perf channels; prints one line when a perf command failed during the run. */
+void cli_region_finish(cli_region *r);
+
 /* Custom cases from a JSON config file: [{"op": ..., "inputs": {...}, "params": {...},
  * "dtype": ...}, ...] or {"cases": [...]}. Each case becomes (op, dtype, spec). */
 typedef struct cli_case {

@@ -53,6 +53,7 @@ typedef struct run_opts {
   int reps;               /* --repetitions: independent measurements per case, merged */
   int impls;              /* --impl: mask of OPF_IMPL_* bits for fused operators (default both) */
   int verbose;            /* -v / OPPERF_VERBOSE: one opperf_verbose line per case pass */
+  const char *perf_ctl;   /* --perf-control SPEC (NULL: $OPPERF_PERF_CONTROL) */
 } run_opts;
 
 static void usage(void) {
@@ -92,6 +93,9 @@ static void usage(void) {
       "                       chrome://tracing); FMT=FILE writes that format to FILE\n"
       "  -v, --verbose        one machine-readable line per case pass on stderr as it ends\n"
       "                       (also OPPERF_VERBOSE=1; fields in opperf(1))\n"
+      "  --perf-control SPEC  under `perf record -D -1 --control=SPEC`: enable perf around each\n"
+      "                       measured sample only (SPEC fifo:CTL,ACK or fd:CTL,ACK; also\n"
+      "                       $OPPERF_PERF_CONTROL); see scripts/opperf-flamegraph\n"
       "  -o FILE              write the (non-table) report to FILE, atomically\n"
       "  --save-tensors DIR   write each case's inputs and outputs as .npy files into DIR\n"
       "isolation:\n"
@@ -244,7 +248,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   enum { O_SHAPES = 256, O_INPUT, O_PARAM, O_CONFIG, O_DTYPE, O_PASS, O_WARMUP, O_MINTIME,
          O_MAXTIME, O_RUNS, O_SAMPLE, O_THREADS, O_CPU, O_CACHE, O_SEED, O_EVENTS, O_FORMAT,
          O_DRY, O_BACKEND, O_RANDOM, O_SAVE, O_SAVE_BASE, O_CMP_BASE, O_BASE_DIR, O_THRESH,
-         O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_CHILD_CASE, O_CHILD_FD, O_IMPL, O_REPS, O_METRIC };
+         O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_CHILD_CASE, O_CHILD_FD, O_IMPL, O_REPS, O_METRIC, O_PERF_CTL };
   static const struct option opts[] = {
       {"shapes", required_argument, 0, O_SHAPES}, {"input", required_argument, 0, O_INPUT},
       {"param", required_argument, 0, O_PARAM},   {"config", required_argument, 0, O_CONFIG},
@@ -264,7 +268,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       {"timeout", required_argument, 0, O_TIMEOUT}, {"child-case", required_argument, 0, O_CHILD_CASE},
       {"child-fd", required_argument, 0, O_CHILD_FD}, {"impl", required_argument, 0, O_IMPL},
       {"repetitions", required_argument, 0, O_REPS}, {"metric", required_argument, 0, O_METRIC},
-      {"verbose", no_argument, 0, 'v'},
+      {"verbose", no_argument, 0, 'v'}, {"perf-control", required_argument, 0, O_PERF_CTL},
       {0, 0, 0, 0}};
   opf_settings_default(&o->s);
   o->threshold = 0.05;
@@ -284,6 +288,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     switch (ch) {
     case 'h': usage(); return -1;
     case 'v': o->verbose = 1; break;
+    case O_PERF_CTL: o->perf_ctl = optarg; break;
     case O_SHAPES: o->sets = optarg; break;
     case O_INPUT:
     case O_PARAM: {
@@ -562,26 +567,8 @@ static int case_passes(const run_opts *o, const run_case *c, int pass_mask, opf_
   return n;
 }
 
-/* SIGINT/SIGTERM: the first stops the run after the current case, the second at once. */
-static volatile sig_atomic_t stop_requested;
-static int isolating; /* the isolated loop kills its child on the second signal itself */
-static void on_stop(int sig) {
-  if (++stop_requested > 1 && !isolating) {
-    signal(sig, SIG_DFL);
-    raise(sig); /* in-process: nothing else can stop a hung case */
-  }
-}
-static void install_stop_handlers(void) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_stop;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-}
-
 /* --child-case: measure one case for an isolating parent and send the results down the pipe. */
-static int run_child(run_opts *o, case_list *cl, int pass_mask, opf_pmu *pmu) {
+static int run_child(run_opts *o, case_list *cl, int pass_mask, opf_pmu *pmu, cli_region *reg) {
   int rc = 0;
   if (o->child_case < cl->n) {
     run_case *c = &cl->v[o->child_case];
@@ -597,6 +584,7 @@ static int run_child(run_opts *o, case_list *cl, int pass_mask, opf_pmu *pmu) {
   } else {
     rc = -1;
   }
+  cli_region_finish(reg);
   opf_pmu_free(pmu);
   free(cl->v);
   return rc ? EXIT_FAILED : EXIT_OK;
@@ -674,7 +662,15 @@ int cmd_run(int argc, char **argv) {
     free(cl.v);
     return cli_usage_error("%s", e.msg);
   }
-  if (o.child_case >= 0) return run_child(&o, &cl, pass_mask, pmu);
+  /* The measured-region hooks: the back-end's, then perf record control. */
+  cli_region reg;
+  if (cli_region_setup(&reg, &o.s, o.perf_ctl)) {
+    opf_pmu_free(pmu);
+    free(cl.v);
+    return EXIT_USAGE;
+  }
+  cli_region_install(&reg, &o.s);
+  if (o.child_case >= 0) return run_child(&o, &cl, pass_mask, pmu, &reg);
   opf_context *ctx = malloc(sizeof *ctx);
   char *paths[MAX_OUTPUTS];
   opf_emitter *em[MAX_OUTPUTS] = {0};
@@ -704,9 +700,8 @@ int cmd_run(int argc, char **argv) {
 
   int failed = 0, total = 0, done = 0, tty = isatty(2);
   for (int i = 0; i < cl.n; i++) total += case_passes(&o, &cl.v[i], pass_mask, NULL);
-  isolating = o.isolate;
-  install_stop_handlers();
-  for (int i = 0; ctx && !rc && i < cl.n && !stop_requested; i++) {
+  cli_stop_install(o.isolate);
+  for (int i = 0; ctx && !rc && i < cl.n && !cli_stop_requested; i++) {
     run_case *c = &cl.v[i];
     opf_pass passes[OPF_NPASSES];
     opf_result res[OPF_NPASSES], more[OPF_NPASSES];
@@ -714,10 +709,10 @@ int cmd_run(int argc, char **argv) {
     if (tty) fprintf(stderr, "\r\033[K[%d/%d] %s %s", done + 1, total, c->c.op->name, opf_dtype_name(c->c.dtype));
     done += np;
     o.s.case_index = i;
-    for (int rep = 0; rep < o.reps && (rep == 0 || !stop_requested); rep++) {
+    for (int rep = 0; rep < o.reps && (rep == 0 || !cli_stop_requested); rep++) {
       opf_result *into = rep ? more : res; /* repetitions after the first merge into res */
       if (o.isolate) {
-        cli_isolate_run(i, &c->c, c->set, passes, np, o.timeout, pmu, &stop_requested, into);
+        cli_isolate_run(i, &c->c, c->set, passes, np, o.timeout, pmu, &cli_stop_requested, into);
       } else {
         for (int k = 0; k < np; k++) opf_measure(&o.s, &c->c, c->set, passes[k], pmu, &into[k]);
       }
@@ -739,8 +734,9 @@ int cmd_run(int argc, char **argv) {
       opf_result_release(r);
     }
   }
-  if (ctx && stop_requested) ctx->interrupted = 1;
+  if (ctx && cli_stop_requested) ctx->interrupted = 1;
   if (tty) fprintf(stderr, "\r\033[K");
+  cli_region_finish(&reg);
   if (ctx) opf_context_finish(ctx);
   for (int i = 0; i < o.n_out; i++) {
     if (em[i] && opf_emitter_end(em[i], !rc, &e) && !rc) rc = OPF_EIO;
@@ -759,7 +755,7 @@ int cmd_run(int argc, char **argv) {
     gate = cli_compare_print(base_cmp_path, base_run_path, &co, 0, "table", NULL);
   }
   if (gate == EXIT_USAGE) return gate;
-  if (stop_requested) {
+  if (cli_stop_requested) {
     fprintf(stderr, "opperf: interrupted: %d of %d case passes done, results written\n", done, total);
     return 130;
   }

@@ -51,6 +51,7 @@ typedef struct sweep_opts {
   opf_format fmt;
   int verbose;
   cli_backend_kind backend;
+  const char *perf_ctl; /* --perf-control SPEC (NULL: $OPPERF_PERF_CONTROL) */
 } sweep_opts;
 
 static void usage(void) {
@@ -84,13 +85,16 @@ static void usage(void) {
       "  --plot-metric M      what the plot shows: ns-per-elem (default), time, gbps,\n"
       "                       cycles-per-elem, misses:EVENT (per KiB; the default with\n"
       "                       --backend callgrind is the first simulated miss counter)\n"
-      "  -v, --verbose        one opperf_verbose line per shape and pass on stderr\n");
+      "  -v, --verbose        one opperf_verbose line per shape and pass on stderr\n"
+      "  --perf-control SPEC  under `perf record -D -1 --control=SPEC`: perf counts the\n"
+      "                       measured samples only (see opperf run -h)\n"
+      "Ctrl-C stops after the current shape and writes the shapes measured so far (exit 130).\n");
 }
 
 static int parse_args(int argc, char **argv, sweep_opts *o) {
   enum { O_SHAPES = 256, O_VARY, O_ASPECT, O_INPUT, O_PARAM, O_DTYPE, O_PASS, O_CACHE, O_EVENTS,
          O_BACKEND, O_THREADS, O_CPU, O_SEED, O_WARMUP, O_MINTIME, O_MAXTIME, O_RUNS, O_SAMPLE,
-         O_FORMAT, O_PLOT, O_PLOT_METRIC };
+         O_FORMAT, O_PLOT, O_PLOT_METRIC, O_PERF_CTL };
   static const struct option opts[] = {
       {"shapes", required_argument, 0, O_SHAPES}, {"vary", required_argument, 0, O_VARY},
       {"aspect", required_argument, 0, O_ASPECT}, {"input", required_argument, 0, O_INPUT},
@@ -104,7 +108,7 @@ static int parse_args(int argc, char **argv, sweep_opts *o) {
       {"format", required_argument, 0, O_FORMAT}, {"output", required_argument, 0, 'o'},
       {"plot", required_argument, 0, O_PLOT},     {"plot-metric", required_argument, 0, O_PLOT_METRIC},
       {"verbose", no_argument, 0, 'v'},           {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
+      {"perf-control", required_argument, 0, O_PERF_CTL}, {0, 0, 0, 0}};
   opf_settings_default(&o->s);
   o->caches = "warm";
   o->passes = "fwd";
@@ -118,6 +122,7 @@ static int parse_args(int argc, char **argv, sweep_opts *o) {
     switch (ch) {
     case 'h': usage(); return -1;
     case 'v': o->verbose = 1; break;
+    case O_PERF_CTL: o->perf_ctl = optarg; break;
     case O_SHAPES: o->shapes = optarg; o->kind = SW_SHAPES; nkind++; break;
     case O_VARY: o->vary = optarg; o->kind = SW_VARY; nkind++; break;
     case O_ASPECT: o->aspect = optarg; o->kind = SW_ASPECT; nkind++; break;
@@ -425,6 +430,7 @@ static void render_table(FILE *f, int md, const sweep_state *st, const sweep_poi
       fprintf(f, "cycles/elem estimated from task-clock x %.0f MHz (no cycles counter)\n", ctx->mhz);
     if (nrows && rows[0].simulated)
       fprintf(f, "misses simulated by callgrind (times under valgrind are not real: not shown)\n");
+    if (ctx->interrupted) fprintf(f, "interrupted: the shapes measured before Ctrl-C\n");
     for (int k = 0; k < st->n_miss; k++)
       if (!st->miss_any[k]) fprintf(f, "%s: no value (%s)\n", st->miss_name[k], st->miss_why[k]);
     fputc('\n', f);
@@ -547,6 +553,7 @@ static char *render_json(const sweep_state *st, const sweep_point *pts, const sw
   cJSON_AddStringToObject(c, "events", ctx->settings.events);
   cJSON_AddStringToObject(c, "timestamp", ctx->timestamp);
   cJSON_AddStringToObject(c, "command", ctx->command);
+  if (ctx->interrupted) cJSON_AddTrueToObject(c, "interrupted"); /* SIGINT/SIGTERM: partial sweep */
   cJSON *pa = cJSON_AddArrayToObject(root, "points");
   for (int i = 0; i < nrows; i++) {
     const sweep_row *r = &rows[i];
@@ -745,6 +752,14 @@ int cmd_sweep(int argc, char **argv) {
     free(cases);
     return cli_usage_error("%s", e.msg);
   }
+  cli_region reg;
+  if (cli_region_setup(&reg, &o.s, o.perf_ctl)) {
+    opf_pmu_free(pmu);
+    free(pts);
+    free(cases);
+    return EXIT_USAGE;
+  }
+  cli_region_install(&reg, &o.s);
   opf_context *ctx = malloc(sizeof *ctx);
   int nrows_max = np * npass * ncm, nrows = 0, failed = 0;
   sweep_row *rows = calloc((size_t)nrows_max, sizeof *rows);
@@ -758,10 +773,11 @@ int cmd_sweep(int argc, char **argv) {
   sweep_state st;
   memset(&st, 0, sizeof st);
   int tty = isatty(2) && !o.verbose, done = 0;
-  for (int c = 0; !rc && c < ncm; c++) {
+  cli_stop_install(0);
+  for (int c = 0; !rc && c < ncm && !cli_stop_requested; c++) {
     o.s.cache = (opf_cache_mode)cmodes[c];
-    for (int i = 0; i < np; i++)
-      for (int p = 0; p < npass; p++) {
+    for (int i = 0; i < np && !cli_stop_requested; i++)
+      for (int p = 0; p < npass && !cli_stop_requested; p++) {
         if (tty) fprintf(stderr, "\r\033[K[%d/%d] %s %s %s %s", ++done, nrows_max, op->name, pts[i].label,
                          opf_pass_name(passes[p]), cache_name(cmodes[c]));
         opf_result r;
@@ -780,7 +796,9 @@ int cmd_sweep(int argc, char **argv) {
       }
   }
   if (tty) fputs("\r\033[K", stderr);
+  cli_region_finish(&reg);
   if (!rc) {
+    if (cli_stop_requested) ctx->interrupted = 1;
     opf_context_finish(ctx);
     o.s.cache = (opf_cache_mode)cmodes[0];
     const char *opname = op->name;
@@ -827,5 +845,9 @@ int cmd_sweep(int argc, char **argv) {
   free(pts);
   free(cases);
   if (rc) return cli_usage_error("%s", e.msg[0] ? e.msg : "cannot write the report");
+  if (cli_stop_requested) {
+    fprintf(stderr, "opperf: interrupted: %d of %d sweep points done, results written\n", nrows, nrows_max);
+    return 130;
+  }
   return failed ? EXIT_FAILED : EXIT_OK;
 }

@@ -168,3 +168,22 @@ void cli_verbose_line(const char *cmd, const opf_result *r, const opf_settings *
   }
   free(buf);
 }
+
+volatile sig_atomic_t cli_stop_requested;
+static int stop_isolating;
+static void on_stop(int sig) {
+  if (++cli_stop_requested > 1 && !stop_isolating) {
+    signal(sig, SIG_DFL);
+    raise(sig); /* in-process: nothing else can stop a hung case */
+  }
+}
+
+void cli_stop_install(int isolating) {
+  stop_isolating = isolating;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
