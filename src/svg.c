@@ -18,7 +18,7 @@
 static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
                                      "#9467bd", "#8c564b", "#e377c2", "#17becf"};
 
-static void esc(FILE *f, const char *s) {
+void opf_svg_escape(FILE *f, const char *s) {
   for (; s && *s; s++) {
     switch (*s) {
     case '<': fputs("&lt;", f); break;
@@ -124,7 +124,7 @@ int opf_svg_render(const opf_svg_plot *p, char **out, size_t *len, opf_err *err)
           W, H, W, H, W, H);
   fputs("<text x=\"", f);
   fprintf(f, "%d\" y=\"%d\" font-size=\"15\" font-weight=\"bold\">", ML, MT - 20);
-  esc(f, p->title);
+  opf_svg_escape(f, p->title);
   fputs("</text>\n<g class=\"grid\" stroke=\"#dddddd\" stroke-width=\"1\">\n", f);
   /* y ticks */
   char lab[64];
@@ -178,7 +178,7 @@ int opf_svg_render(const opf_svg_plot *p, char **out, size_t *len, opf_err *err)
     if (cat) {
       fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"end\" transform=\"rotate(-30 %.1f %d)\">", px, H - MB + 16,
               px, H - MB + 16);
-      esc(f, p->xcat[i]);
+      opf_svg_escape(f, p->xcat[i]);
       fputs("</text>\n", f);
       continue;
     }
@@ -190,18 +190,18 @@ int opf_svg_render(const opf_svg_plot *p, char **out, size_t *len, opf_err *err)
   }
   fputs("</g>\n", f);
   fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"13\">", (ML + W - MR) / 2, H - 20);
-  esc(f, p->xlabel);
+  opf_svg_escape(f, p->xlabel);
   fputs(ax.log ? " (log scale)" : "", f);
   fprintf(f, "</text>\n<text x=\"20\" y=\"%d\" text-anchor=\"middle\" font-size=\"13\" transform=\"rotate(-90 20 %d)\">",
           (MT + H - MB) / 2, (MT + H - MB) / 2);
-  esc(f, p->ylabel);
+  opf_svg_escape(f, p->ylabel);
   fputs(ay.log ? " (log scale)" : "", f);
   fputs("</text>\n", f);
   for (int s = 0; s < p->n_series; s++) {
     const opf_svg_series *se = &p->series[s];
     const char *col = colors[s % (int)(sizeof colors / sizeof colors[0])];
     fprintf(f, "<g class=\"series\" id=\"series%d\">\n<title>", s);
-    esc(f, se->label);
+    opf_svg_escape(f, se->label);
     fprintf(f, "</title>\n<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
     int first = 1;
     for (int i = 0; i < se->n; i++) {
@@ -214,10 +214,10 @@ int opf_svg_render(const opf_svg_plot *p, char **out, size_t *len, opf_err *err)
       if (!usable(se->x[i], ax.log) || !usable(se->y[i], ay.log)) continue;
       fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"><title>", to_px(&ax, se->x[i]),
               to_px(&ay, se->y[i]), col);
-      esc(f, se->label);
+      opf_svg_escape(f, se->label);
       if (cat) {
         fputs(": ", f);
-        esc(f, p->xcat[(int)se->x[i]]);
+        opf_svg_escape(f, p->xcat[(int)se->x[i]]);
       } else {
         fmt_num(se->x[i], lab, sizeof lab);
         fprintf(f, ": x=%s", lab);
@@ -231,7 +231,7 @@ int opf_svg_render(const opf_svg_plot *p, char **out, size_t *len, opf_err *err)
     fprintf(f, "<g class=\"legend\"><line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"/>"
                "<circle cx=\"%d\" cy=\"%d\" r=\"3.5\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">",
             W - MR + 15, ly, W - MR + 45, ly, col, W - MR + 30, ly, col, W - MR + 52, ly + 4);
-    esc(f, se->label);
+    opf_svg_escape(f, se->label);
     fputs("</text></g>\n", f);
   }
   fputs("</svg>\n", f);

@@ -5,6 +5,7 @@
 #define OPPERF_SVG_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "opperf/error.h"
 
@@ -29,5 +30,8 @@ typedef struct opf_svg_plot {
 int opf_svg_render(const opf_svg_plot *p, char **out, size_t *len, opf_err *err);
 /* Number of points of series s the plot draws (the ones it can place on its axes). */
 int opf_svg_drawn_points(const opf_svg_plot *p, int s);
+
+/* Write s with XML's special characters escaped (and control characters dropped). */
+void opf_svg_escape(FILE *f, const char *s);
 
 #endif

@@ -15,6 +15,7 @@ int cmd_events(int argc, char **argv);
 int cmd_machine(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
+int cmd_flamegraph(int argc, char **argv);
 
 /* The comparison report of two JSON reports (cmd_compare.c); returns the exit status. */
 struct opf_cmp_opts;

@@ -18,6 +18,7 @@ static const struct {
     {"machine", cmd_machine, "measure peak FLOP/s and memory bandwidth (roofline ceilings)"},
     {"compare", cmd_compare, "compare two JSON reports: regressions with a significance test"},
     {"sweep", cmd_sweep, "vary one operator's shapes: time, cycles and misses per element, SVG plot"},
+    {"flamegraph", cmd_flamegraph, "fold perf script stacks into an interactive SVG flame graph"},
 };
 
 static void usage(FILE *f) {
@@ -46,5 +47,5 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (!strcmp(cmd, commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
-  return cli_usage_error("unknown command '%s' (commands: list, describe, run, sweep, machine, events, compare; see opperf -h)", cmd);
+  return cli_usage_error("unknown command '%s' (commands: list, describe, run, sweep, flamegraph, machine, events, compare; see opperf -h)", cmd);
 }
