@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # install-deps.sh: installs the Debian packages opperf needs to build, test and compare
-# (idempotent: does nothing when they are all present; linux-perf is for scripts/opperf-flamegraph).
-# Uses sudo when not root.
+# (idempotent: does nothing when they are all present). Uses sudo when not root.
+# linux-perf is for scripts/opperf-flamegraph; python3-torch and python3-numpy are the peers of
+# `opperf run --baseline torch|numpy` (scripts/opperf-peer.py); Debian's builds import only
+# under /usr/bin/python3.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config git libpfm4-dev libopenblas-dev libopenblas-openmp-dev
-      libelf-dev libcjson-dev libcmocka-dev python3 valgrind linux-perf)
+      libelf-dev libcjson-dev libcmocka-dev python3 valgrind linux-perf python3-numpy python3-torch)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "report_impl.h"
+#include "report_peer.h"
 
 /* One CSV field followed by sep (',' or '\n'; 0 for none). */
 static void field(FILE *f, const char *s, char sep) {
@@ -32,6 +33,8 @@ static int csv_begin(opf_emitter *e) {
     snprintf(h, sizeof h, "%s_per_call", e->ctx->events[i].name);
     field(e->out, h, 0);
   }
+  if (e->ctx->peer[0]) /* --baseline torch|numpy */
+    fputs(",peer_library,peer_op,peer_status,peer_median_s,ratio_ours_over_peer,check,max_abs_err,max_rel_err", e->out);
   fputc('\n', e->out);
   return 0;
 }
@@ -69,12 +72,25 @@ static int csv_record(opf_emitter *e, const opf_result *r) {
     fputc(',', f);
     if (opf_metric_value(r, m, &v)) fprintf(f, "%.6g", v);
   }
-  fputc(e->ctx->n_events ? ',' : '\n', f);
   for (int i = 0; i < e->ctx->n_events; i++) {
     const opf_event_result *ev = i < r->n_events ? &r->events[i] : NULL;
+    fputc(',', f);
     if (ev && ev->has_value) fprintf(f, "%.9g", ev->per_call);
-    fputc(i + 1 == e->ctx->n_events ? '\n' : ',', f);
   }
+  const opf_peer_result *p = r->peer;
+  if (e->ctx->peer[0]) { /* --baseline torch|numpy: empty fields when this case had no peer */
+    fputc(',', f);
+    field(f, p ? p->library : "", ',');
+    field(f, p ? p->name : "", ',');
+    field(f, p ? p->status : "", ',');
+    if (opf_peer_ok(p)) fprintf(f, "%.9g", p->median);
+    fputc(',', f);
+    if (p && p->ratio > 0) fprintf(f, "%.6g", p->ratio);
+    fprintf(f, ",%s,", opf_peer_verdict(p));
+    if (p && p->check.done) fprintf(f, "%.6g,%.6g", p->check.max_abs, p->check.max_rel);
+    else fputc(',', f);
+  }
+  fputc('\n', f);
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "report_impl.h"
+#include "report_peer.h"
 
 static cJSON *settings_json(const opf_settings *s) {
   cJSON *o = cJSON_CreateObject();
@@ -78,6 +79,7 @@ static cJSON *context_json(const opf_context *c) {
   cJSON_AddNumberToObject(load, "end", c->loadavg_end);
   cJSON_AddNumberToObject(o, "omp_threads", c->omp_threads);
   cJSON_AddBoolToObject(o, "roofline_available", c->have_machine);
+  if (c->peer[0]) cJSON_AddStringToObject(o, "peer", c->peer); /* --baseline torch|numpy */
   cJSON *timer = cJSON_AddObjectToObject(o, "timer");
   cJSON_AddStringToObject(timer, "clock", "CLOCK_MONOTONIC_RAW");
   cJSON_AddNumberToObject(timer, "resolution_s", c->timer_resolution);
@@ -114,6 +116,7 @@ static cJSON *result_json(const opf_result *r) {
   if (r->message[0]) cJSON_AddStringToObject(o, "message", r->message);
   if (r->simulated) cJSON_AddTrueToObject(o, "simulated"); /* --backend callgrind */
   if (r->saved[0]) cJSON_AddStringToObject(o, "saved_prefix", r->saved);
+  opf_peer_json(o, r); /* --baseline torch|numpy */
   cJSON *ts = cJSON_AddArrayToObject(o, "tensors");
   for (int i = 0; i < r->n_tensors; i++) {
     cJSON *t = cJSON_CreateObject();

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "report_impl.h"
+#include "report_peer.h"
 #include "textable.h"
 
 typedef struct {
@@ -112,7 +113,7 @@ static double unfused_time(const text_priv *p, const opf_result *r) {
 static int text_render(opf_emitter *e, int md) {
   text_priv *p = e->priv;
   const opf_context *ctx = e->ctx;
-  enum { C_OP, C_DT, C_PASS, C_IN, C_PAR, C_MED, C_MIN, C_P90, C_CV, C_N, C_ALLOC, C_PEAK, C_M0 };
+  enum { C_OP, C_DT, C_PASS, C_IN, C_PAR, C_MED, C_PEER, C_RATIO, C_AGREE, C_MIN, C_P90, C_CV, C_N, C_ALLOC, C_PEAK, C_M0 };
   const int nm = opf_metric_count(), C_EV0 = C_M0 + nm;
   int nev = ctx->n_events, ncol = C_EV0 + nev + 1, c_note = C_EV0 + nev;
   opf_textable *t = opf_textable_new(ncol);
@@ -123,6 +124,7 @@ static int text_render(opf_emitter *e, int md) {
   opf_textable_header(t, C_IN, "inputs", 0);
   opf_textable_header(t, C_PAR, "params", 0);
   opf_textable_header(t, C_MED, "median", 1);
+  opf_peer_headers(t, C_PEER); /* --baseline: empty columns, dropped, without a peer */
   if (!md) {
     opf_textable_header(t, C_MIN, "min", 1);
     opf_textable_header(t, C_P90, "p90", 1);
@@ -153,6 +155,7 @@ static int text_render(opf_emitter *e, int md) {
     opf_textable_cell(t, C_PASS, "%s", opf_pass_name(r->pass));
     opf_textable_cell(t, C_IN, "%s", inputs);
     opf_textable_cell(t, C_PAR, "%s", r->params);
+    opf_peer_cells(t, C_PEER, r);
     if (r->status != OPF_ST_OK) {
       opf_textable_cell(t, c_note, "%s: %s", opf_status_name(r->status), r->message);
       continue;
@@ -200,6 +203,7 @@ static int text_render(opf_emitter *e, int md) {
   print_header(e, e->out, md);
   opf_textable_print(t, e->out, md);
   opf_textable_free(t);
+  opf_peer_summary(e->out, p->rows, p->n, md);
   return 0;
 }
 

@@ -179,6 +179,8 @@ struct opf_result {
   /* --backend callgrind: the counters are simulated ("sim:Ir", ...) and the times were taken
    * under valgrind, so they are not real (time-based metrics are absent). */
   int simulated;
+  /* --baseline torch|numpy: the peer's answer joined to this result (not owned; NULL: none) */
+  const struct opf_peer_result *peer;
 };
 void opf_result_release(opf_result *r);
 /* Merge repetition rep (a new measurement of acc's case and pass, e.g. in a fresh process)

@@ -45,6 +45,7 @@ typedef struct opf_context {
   opf_settings settings;
   int have_machine;          /* roofline ceilings were available (opperf machine) */
   int interrupted;           /* SIGINT/SIGTERM stopped the run: the results are partial */
+  char peer[64];             /* --baseline: the peer library and version ("torch 1.13.0a0"), "" none */
   int n_overhead;            /* harness cost per sample on an empty operator */
   struct {
     char what[32];           /* "timer", "sw", "core", ... */

@@ -14,6 +14,7 @@
 
 #include "backend.h" /* --backend callgrind */
 #include "isolate.h" /* --isolate, --timeout */
+#include "peer.h"    /* --baseline torch|numpy, --check */
 #include "opperf/compare.h"
 #include "cli.h"
 
@@ -54,6 +55,7 @@ typedef struct run_opts {
   int impls;              /* --impl: mask of OPF_IMPL_* bits for fused operators (default both) */
   int verbose;            /* -v / OPPERF_VERBOSE: one opperf_verbose line per case pass */
   const char *perf_ctl;   /* --perf-control SPEC (NULL: $OPPERF_PERF_CONTROL) */
+  int peer_lib, peer_check; /* --baseline torch|numpy (-1: none), --check */
 } run_opts;
 
 static void usage(void) {
@@ -118,7 +120,14 @@ static void usage(void) {
       "                           any counter of the run (see opperf compare)\n"
       "  --baseline-dir DIR       where baselines live (default $OPPERF_BASELINE_DIR, else\n"
       "                           $XDG_DATA_HOME/opperf/baselines or ~/.local/share/...)\n"
-      "  --dry-run            list the cases that would run, and exit\n");
+      "side by side (scripts/opperf-peer.py under /usr/bin/python3, or $OPPERF_PYTHON):\n"
+      "  --baseline torch|numpy  also time the same cases with PyTorch or NumPy on the same\n"
+      "                       inputs, after ours; adds columns peer, ours/peer (> 1: opperf\n"
+      "                       slower) and per-category geometric means\n"
+      "  --check              with --baseline: compare outputs (and input gradients); exit 1\n"
+      "                       on a mismatch\n"
+      "  --dry-run            list the cases that would run (with --baseline: each case's\n"
+      "                       peer equivalent, or why it has none), and exit\n");
 }
 
 static int parse_dtypes(const char *list, unsigned *mask) {
@@ -248,7 +257,8 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   enum { O_SHAPES = 256, O_INPUT, O_PARAM, O_CONFIG, O_DTYPE, O_PASS, O_WARMUP, O_MINTIME,
          O_MAXTIME, O_RUNS, O_SAMPLE, O_THREADS, O_CPU, O_CACHE, O_SEED, O_EVENTS, O_FORMAT,
          O_DRY, O_BACKEND, O_RANDOM, O_SAVE, O_SAVE_BASE, O_CMP_BASE, O_BASE_DIR, O_THRESH,
-         O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_CHILD_CASE, O_CHILD_FD, O_IMPL, O_REPS, O_METRIC, O_PERF_CTL };
+         O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_CHILD_CASE, O_CHILD_FD, O_IMPL, O_REPS, O_METRIC,
+         O_PERF_CTL, O_PEER, O_CHECK };
   static const struct option opts[] = {
       {"shapes", required_argument, 0, O_SHAPES}, {"input", required_argument, 0, O_INPUT},
       {"param", required_argument, 0, O_PARAM},   {"config", required_argument, 0, O_CONFIG},
@@ -269,6 +279,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       {"child-fd", required_argument, 0, O_CHILD_FD}, {"impl", required_argument, 0, O_IMPL},
       {"repetitions", required_argument, 0, O_REPS}, {"metric", required_argument, 0, O_METRIC},
       {"verbose", no_argument, 0, 'v'}, {"perf-control", required_argument, 0, O_PERF_CTL},
+      {"baseline", required_argument, 0, O_PEER}, {"check", no_argument, 0, O_CHECK},
       {0, 0, 0, 0}};
   opf_settings_default(&o->s);
   o->threshold = 0.05;
@@ -280,6 +291,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   o->impls = 1 << OPF_IMPL_NATIVE | 1 << OPF_IMPL_UNFUSED;
   o->reps = 1;
   o->metric = "time";
+  o->peer_lib = -1;
   optind = 1;
   opterr = 0;
   int ch;
@@ -378,6 +390,8 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       snprintf(o->s.save_dir, sizeof o->s.save_dir, "%s", optarg);
       break;
     case O_BACKEND: if (cli_backend_parse(optarg, &o->backend)) return 2; break;
+    case O_PEER: if (cli_peer_parse(optarg, &o->peer_lib)) return 2; break;
+    case O_CHECK: o->peer_check = 1; break;
     case ':': return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
     default: return cli_usage_error("run: unknown option '%s' (see opperf run -h)", argv[optind - 1]);
     }
@@ -397,6 +411,9 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   if (!o->n_out) add_format(o, "table");
   if (o->timeout > 0 && o->isolate == 0) return cli_usage_error("--timeout needs isolation (drop --no-isolate)");
   if (o->timeout > 0) o->isolate = 1;
+  if (o->peer_check && o->peer_lib < 0) return cli_usage_error("--check needs --baseline torch or numpy");
+  if (o->peer_lib >= 0 && o->backend != CLI_BK_NATIVE)
+    return cli_usage_error("--baseline compares times: it cannot be combined with --backend callgrind");
   if (o->child_case >= 0) return 0; /* a case process: no outputs of its own */
   return setup_baselines(o);
 }
@@ -628,6 +645,14 @@ int cmd_run(int argc, char **argv) {
     free(cl.v);
     return EXIT_USAGE;
   }
+  if (o.dry_run && o.peer_lib >= 0) { /* each case's peer equivalent */
+    const opf_case **cs = malloc(sizeof *cs * (size_t)cl.n);
+    for (int i = 0; cs && i < cl.n; i++) cs[i] = &cl.v[i].c;
+    rc = cs ? cli_peer_dry_run(o.peer_lib, &o.s, cs, cl.n) : cli_usage_error("out of memory");
+    free(cs);
+    free(cl.v);
+    return rc;
+  }
   if (o.dry_run) {
     for (int i = 0; i < cl.n; i++) {
       char spec[512];
@@ -690,6 +715,8 @@ int cmd_run(int argc, char **argv) {
         }
   }
   if (ctx) rc = cli_backend_context(&bk, ctx, &e); /* callgrind child: simulated counters */
+  cli_peer *peer = o.peer_lib >= 0 && o.child_case < 0 ? cli_peer_new(o.peer_lib, o.peer_check) : NULL;
+  if (ctx && peer) snprintf(ctx->peer, sizeof ctx->peer, "%s", opf_peer_lib_name((opf_peer_lib)o.peer_lib));
   for (int i = 0; ctx && !rc && i < o.n_out; i++) rc = opf_emitter_begin(&em[i], o.fmt[i], paths[i], ctx, &e);
 
   /* Roofline: from the figures `opperf machine` cached; absent (no % column) otherwise. */
@@ -730,10 +757,14 @@ int cmd_run(int argc, char **argv) {
         if (tty) fputs("\r\033[K", stderr); /* the progress indicator is redrawn next case */
         cli_verbose_line("run", r, &o.s);
       }
+      /* --baseline: kept until the peer has run, then joined and recorded (peer.c) */
+      if (peer && !cli_peer_keep(peer, &c->c, r)) continue;
       for (int f = 0; f < o.n_out; f++) opf_emitter_record(em[f], r);
       opf_result_release(r);
     }
   }
+  if (tty && peer) fprintf(stderr, "\r\033[K[peer] %s", opf_peer_lib_name((opf_peer_lib)o.peer_lib));
+  int mismatches = peer && ctx ? cli_peer_finish(peer, &o.s, ctx, em, o.n_out, cli_stop_requested > 0) : 0;
   if (ctx && cli_stop_requested) ctx->interrupted = 1;
   if (tty) fprintf(stderr, "\r\033[K");
   cli_region_finish(&reg);
@@ -746,6 +777,7 @@ int cmd_run(int argc, char **argv) {
   opf_pmu_free(pmu);
   free(ctx);
   free(cl.v);
+  cli_peer_free(peer);
   if (rc) return cli_usage_error("%s", e.msg[0] ? e.msg : "cannot write the report");
   int gate = EXIT_OK;
   if (o.compare_baseline) {
@@ -759,5 +791,5 @@ int cmd_run(int argc, char **argv) {
     fprintf(stderr, "opperf: interrupted: %d of %d case passes done, results written\n", done, total);
     return 130;
   }
-  return failed || gate ? EXIT_FAILED : EXIT_OK;
+  return failed || gate || mismatches ? EXIT_FAILED : EXIT_OK;
 }
