@@ -239,8 +239,14 @@ int opf_case_init(opf_case *c, const opf_op *op, opf_dtype dt, const char *spec,
   return OPF_OK;
 }
 
+/* The descriptor whose kernels the case runs: the operator's or a registered implementation's. */
+static const opf_op *kernels(const opf_case *c) {
+  const opf_op *k = c->impl >= OPF_IMPL_ALT ? opf_impl_kernels(c->op, c->impl) : NULL;
+  return k ? k : c->op;
+}
+
 int opf_case_has_backward(const opf_case *c) {
-  if (!c->op->backward) return 0;
+  if (!c->op->backward || !kernels(c)->backward) return 0;
   for (int i = 0; i < c->op->n_out; i++)
     if (opf_dtype_is_float(c->out[i].dtype)) return 1;
   return 0;
@@ -251,9 +257,10 @@ static int wants_grad(const opf_case *c, int i) {
   return c->present[i] && (c->op->in[i].flags & OPF_IN_DIFF) && opf_dtype_is_float(c->in[i].dtype);
 }
 
-const char *opf_impl_name(int impl) { return impl == OPF_IMPL_UNFUSED ? "unfused" : "native"; }
-
 int opf_case_set_impl(opf_case *c, int impl, opf_err *err) {
+  if (impl >= OPF_IMPL_ALT && !opf_impl_kernels(c->op, impl))
+    return opf_err_set(err, OPF_EUNSUPPORTED, "%s has no implementation '%s'", c->op->name,
+                       opf_impl_name(impl));
   if (impl == OPF_IMPL_UNFUSED) {
     struct opf_chain *ch;
     int rc = opf_chain_plan(c, &ch, err); /* reject a chain that does not fit the case now */
@@ -432,12 +439,13 @@ char *opf_case_params_str(const opf_case *c, char *buf, size_t n) {
 int opf_case_call(opf_case *c, opf_pass p) {
   int rc;
   if (c->chain) return opf_chain_call(c, p);
+  const opf_op *k = kernels(c);
   switch (p) {
-  case OPF_PASS_FWD: return c->op->forward(c);
-  case OPF_PASS_BWD: return c->op->backward(c);
+  case OPF_PASS_FWD: return k->forward(c);
+  case OPF_PASS_BWD: return k->backward ? k->backward(c) : OPF_EUNSUPPORTED;
   case OPF_PASS_BOTH:
-    rc = c->op->forward(c);
-    return rc ? rc : c->op->backward(c);
+    rc = k->forward(c);
+    return rc ? rc : k->backward ? k->backward(c) : OPF_EUNSUPPORTED;
   default: return OPF_EINVAL;
   }
 }

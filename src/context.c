@@ -167,4 +167,5 @@ void opf_context_collect(opf_context *ctx, const opf_settings *s, const opf_pmu 
   if (s) ctx->settings = *s;
   for (size_t i = 0; pmu && i < opf_pmu_count(pmu) && i < OPF_PMU_MAX_EVENTS; i++)
     ctx->events[ctx->n_events++] = *opf_pmu_event_at(pmu, i);
+  opf_context_build_ids(ctx);
 }

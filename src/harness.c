@@ -16,6 +16,7 @@
 
 #include "opperf/harness.h"
 #include "opperf/npy.h"
+#include "opperf/profile.h"
 #include "opperf/report.h"
 
 void opf_settings_default(opf_settings *s) {
@@ -73,6 +74,9 @@ void opf_result_release(opf_result *r) {
   r->cpu_samples = NULL;
   free(r->sample_start);
   r->sample_start = NULL;
+  free(r->folded); /* --profile-folded */
+  r->folded = NULL;
+  r->folded_len = 0;
   for (int i = 0; i < r->n_events; i++) {
     free(r->events[i].raw);
     r->events[i].raw = NULL;
@@ -115,6 +119,7 @@ void opf_result_merge(opf_result *acc, opf_result *rep) {
   opf_stats_compute(acc->samples, acc->n_samples, &acc->time);
   acc->rep_median[acc->n_reps++] = rep->time.median;
   acc->total_time += rep->total_time;
+  opf_profile_merge(acc, rep); /* --profile */
   if (rep->batch > acc->batch) acc->batch = rep->batch;
   if (rep->peak_live_bytes > acc->peak_live_bytes) acc->peak_live_bytes = rep->peak_live_bytes;
   if (rep->max_rss_bytes > acc->max_rss_bytes) acc->max_rss_bytes = rep->max_rss_bytes;
@@ -322,6 +327,11 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
     snprintf(m, sizeof m, "needs %.2f GiB, %.2f GiB available", (double)need / (1 << 30),
              (double)avail / (1 << 30));
     return fail(r, OPF_ST_SKIPPED, "%s", m);
+  }
+  if (s->check && pass != OPF_PASS_BWD) { /* --check: forward vs the reference, before timing */
+    opf_err ce;
+    if (opf_case_check_reference(c, s->seed, &ce)) return fail(r, OPF_ST_ERROR, "%s", ce.msg);
+    snprintf(r->check, sizeof r->check, "passed");
   }
 
   opf_err err;

@@ -73,6 +73,77 @@ int opf_op_register(const opf_op *op, opf_err *err) {
   return OPF_OK;
 }
 
+/* Other implementations of registered operators (plugins). An implementation id (OPF_IMPL_ALT
+ * and up) is a name; one name may implement several operators ("mylib" for relu and for add),
+ * each with its own descriptor. */
+#define MAX_ALT (OPF_MAX_IMPLS - OPF_IMPL_ALT)
+static const char *alt_names[MAX_ALT];
+static int n_alt_names;
+static struct alt {
+  int id;
+  const opf_op *op, *desc;
+} alts[MAX_EXTRA];
+static int n_alts;
+
+int opf_impl_count(void) { return OPF_IMPL_ALT + n_alt_names; }
+
+const char *opf_impl_name(int impl) {
+  if (impl >= OPF_IMPL_ALT && impl < opf_impl_count()) return alt_names[impl - OPF_IMPL_ALT];
+  return impl == OPF_IMPL_UNFUSED ? "unfused" : "native";
+}
+
+int opf_impl_find(const char *name) {
+  for (int i = 0; i < opf_impl_count(); i++)
+    if (!strcmp(opf_impl_name(i), name)) return i;
+  return -1;
+}
+
+const opf_op *opf_impl_kernels(const opf_op *op, int impl) {
+  for (int i = 0; i < n_alts; i++)
+    if (alts[i].id == impl && alts[i].op == op) return alts[i].desc;
+  return NULL;
+}
+
+int opf_op_has_impl(const opf_op *op, int impl) {
+  if (impl == OPF_IMPL_NATIVE) return 1;
+  if (impl == OPF_IMPL_UNFUSED) return op->unfused != NULL;
+  return opf_impl_kernels(op, impl) != NULL;
+}
+
+int opf_impl_register(const opf_op *d, int *id, opf_err *err) {
+  const char *n = d->name ? d->name : "(null)";
+  if (d->abi != OPF_OP_ABI)
+    return opf_err_set(err, OPF_EINVAL, "%s: ABI version %u, expected %u", n, d->abi, OPF_OP_ABI);
+  const opf_op *op = d->implements ? opf_op_find(d->implements) : NULL;
+  if (!op)
+    return opf_err_set(err, OPF_ENOTFOUND, "%s: implements unknown operator '%s'", n,
+                       d->implements ? d->implements : "(null)");
+  /* The name is a column value and an --impl item: short, lower case, not already taken. */
+  if (!d->name || !d->name[0] || strlen(d->name) > 15 ||
+      strspn(d->name, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(d->name))
+    return opf_err_set(err, OPF_EINVAL, "%s: an implementation name must be 1-15 characters [a-z0-9_]", n);
+  int k = opf_impl_find(d->name);
+  if ((k >= 0 && k < OPF_IMPL_ALT) || (k >= 0 && opf_op_has_impl(op, k)))
+    return opf_err_set(err, OPF_EINVAL, "%s: %s already has an implementation named '%s'", n, op->name, n);
+  if (!d->forward) return opf_err_set(err, OPF_EINVAL, "%s: forward is required", n);
+  if (d->backward && !op->backward)
+    return opf_err_set(err, OPF_EINVAL, "%s: backward given but %s has no backward pass", n, op->name);
+  /* Everything else is the operator's: a value here would be silently ignored, so refuse it. */
+  if (d->category || d->dtypes || d->n_in || d->n_out || d->n_params || d->shapes[0].set ||
+      d->infer || d->reference || d->flops || d->bytes || d->tol != 0 || d->unfused || d->inplace[0])
+    return opf_err_set(err, OPF_EINVAL, "%s: an implementation of %s sets only name, implements, "
+                       "summary, forward and backward (the rest is %s's)", n, op->name, op->name);
+  if (n_alts == MAX_EXTRA || (k < 0 && n_alt_names == MAX_ALT))
+    return opf_err_set(err, OPF_ENOMEM, "too many implementations (at most %d names)", MAX_ALT);
+  if (k < 0) {
+    k = opf_impl_count();
+    alt_names[n_alt_names++] = d->name;
+  }
+  alts[n_alts++] = (struct alt){k, op, d};
+  if (id) *id = k;
+  return OPF_OK;
+}
+
 static int edit_distance(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
   if (la > 63 || lb > 63) return 99;

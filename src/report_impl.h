@@ -31,4 +31,7 @@ extern const emitter_ops opf_emit_table, opf_emit_md, opf_emit_json, opf_emit_cs
 
 /* Shared by back-ends: input shapes "1024x1024, 1x1024". */
 void opf_result_inputs(const opf_result *r, char *buf, size_t n);
+/* --profile (report_profile.c): the hottest-functions section after a table, and the JSON object. */
+void opf_profile_print(FILE *f, const opf_result *rows, int n, int md);
+struct cJSON *opf_profile_json(const opf_profile_summary *p);
 #endif

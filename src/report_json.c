@@ -73,6 +73,14 @@ static cJSON *context_json(const opf_context *c) {
   cJSON_AddNumberToObject(blas, "threads", c->blas_threads);
   cJSON_AddStringToObject(blas, "library", c->blas_library);
   cJSON_AddStringToObject(blas, "core", c->blas_core);
+  cJSON *ids = cJSON_AddArrayToObject(o, "build_ids"); /* GNU build-ids: src/buildids.c */
+  for (int i = 0; i < c->n_build_ids; i++) {
+    cJSON *k = cJSON_CreateObject();
+    cJSON_AddStringToObject(k, "path", c->build_ids[i].path);
+    if (c->build_ids[i].build_id[0]) cJSON_AddStringToObject(k, "build_id", c->build_ids[i].build_id);
+    else cJSON_AddNullToObject(k, "build_id");
+    cJSON_AddItemToArray(ids, k);
+  }
   cJSON_AddStringToObject(o, "environment", c->env);
   cJSON *load = cJSON_AddObjectToObject(host, "loadavg_1min");
   cJSON_AddNumberToObject(load, "start", c->loadavg_start);
@@ -114,9 +122,11 @@ static cJSON *result_json(const opf_result *r) {
   cJSON_AddStringToObject(o, "pass", opf_pass_name(r->pass));
   cJSON_AddStringToObject(o, "status", opf_status_name(r->status));
   if (r->message[0]) cJSON_AddStringToObject(o, "message", r->message);
+  if (r->check[0]) cJSON_AddStringToObject(o, "reference_check", r->check); /* --check */
   if (r->simulated) cJSON_AddTrueToObject(o, "simulated"); /* --backend callgrind */
   if (r->saved[0]) cJSON_AddStringToObject(o, "saved_prefix", r->saved);
   opf_peer_json(o, r); /* --baseline torch|numpy */
+  if (r->profile.event[0]) cJSON_AddItemToObject(o, "profile", opf_profile_json(&r->profile));
   cJSON *ts = cJSON_AddArrayToObject(o, "tensors");
   for (int i = 0; i < r->n_tensors; i++) {
     cJSON *t = cJSON_CreateObject();

@@ -28,6 +28,7 @@ static int text_record(opf_emitter *e, const opf_result *r) {
   }
   p->rows[p->n] = *r;
   p->rows[p->n].samples = NULL; /* not needed for a table */
+  p->rows[p->n].folded = NULL;
   p->n++;
   return 0;
 }
@@ -150,7 +151,8 @@ static int text_render(opf_emitter *e, int md) {
     char b[64], inputs[256];
     if (opf_textable_row(t)) break;
     opf_result_inputs(r, inputs, sizeof inputs);
-    opf_textable_cell(t, C_OP, "%s%s", r->op, strcmp(r->impl, "native") ? " [unfused]" : "");
+    int alt = r->impl[0] && strcmp(r->impl, "native"); /* unfused, a plugin's implementation */
+    opf_textable_cell(t, C_OP, "%s%s%s%s", r->op, alt ? " [" : "", alt ? r->impl : "", alt ? "]" : "");
     opf_textable_cell(t, C_DT, "%s", opf_dtype_name(r->dtype));
     opf_textable_cell(t, C_PASS, "%s", opf_pass_name(r->pass));
     opf_textable_cell(t, C_IN, "%s", inputs);
@@ -196,12 +198,14 @@ static int text_render(opf_emitter *e, int md) {
       double tu = unfused_time(p, r);
       char gain[48] = "";
       if (tu > 0 && r->time.median > 0) snprintf(gain, sizeof gain, ", fusion gain %.2fx", tu / r->time.median);
-      opf_textable_cell(t, c_note, "ok%s%s%s", r->time.outliers ? ", outliers: " : "",
+      opf_textable_cell(t, c_note, "ok%s%s%s%s", r->check[0] ? ", reference ok" : "",
+                        r->time.outliers ? ", outliers: " : "",
                         r->time.outliers ? (snprintf(b, sizeof b, "%d", r->time.outliers), b) : "", gain);
     }
   }
   print_header(e, e->out, md);
   opf_textable_print(t, e->out, md);
+  opf_profile_print(e->out, p->rows, p->n, md); /* --profile */
   opf_textable_free(t);
   opf_peer_summary(e->out, p->rows, p->n, md);
   return 0;

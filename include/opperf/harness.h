@@ -14,7 +14,9 @@
 /* Parse spec ("x=1024x1024 axis=0 bias=none"), apply param defaults, call infer. No allocation. */
 int opf_case_init(opf_case *c, const opf_op *op, opf_dtype dt, const char *spec, opf_err *err);
 /* Run the case's OPF_IMPL_UNFUSED chain instead of its kernels (operators with .unfused);
- * checks the chain resolves on the case's shapes (OPF_EINVAL / OPF_EUNSUPPORTED otherwise). */
+ * checks the chain resolves on the case's shapes (OPF_EINVAL / OPF_EUNSUPPORTED otherwise).
+ * An id from opf_impl_register runs that implementation's kernels (OPF_EUNSUPPORTED when it
+ * is not one of c->op's). */
 int opf_case_set_impl(opf_case *c, int impl, opf_err *err);
 /* Bytes the case will allocate: inputs, outputs, workspace; with_grad adds gout and gin. */
 uint64_t opf_case_footprint(const opf_case *c, int with_grad);
@@ -37,6 +39,18 @@ int opf_case_call(opf_case *c, opf_pass p);
  * Same seed and index, same spec. OPF_EUNSUPPORTED when no draw is valid. */
 int opf_random_spec(const opf_op *op, opf_dtype dt, uint64_t seed, int index, char *spec,
                     size_t n, opf_err *err);
+/* The reference check (src/check.c): c (initialised, not allocated) runs its implementation's
+ * forward once on inputs from seed, the operator's reference runs on the same inputs, and
+ * every output is compared within opf_case_tolerance. OPF_OK when they agree; OPF_EKERNEL
+ * with the first differing element (or a failing kernel) in err. */
+int opf_case_check_reference(const opf_case *c, uint64_t seed, opf_err *err);
+/* Relative tolerance against the reference: float64 1e-9, float32 op->tol (default 1e-4). */
+double opf_case_tolerance(const opf_case *c);
+/* Element k of a tensor as a double. */
+double opf_tensor_get(const opf_tensor *t, int64_t k);
+/* 0 when got matches want within rtol (relative to each element plus the mean magnitude;
+ * integers exact, NaN matches NaN); else 1 and a message naming the first bad element. */
+int opf_tensor_compare(const opf_tensor *got, const opf_tensor *want, double rtol, char *msg, size_t n);
 /* Bytes of memory available for new allocations (MemAvailable), 0 when unknown. */
 uint64_t opf_mem_available(void);
 
@@ -98,6 +112,7 @@ typedef struct opf_settings {
   char backend[16];   /* "" (native) or "callgrind": counters simulated, times not real */
   char save_dir[256]; /* "": off; else write each case's tensors there as .npy files */
   int case_index;     /* number of the case in the run (file names under save_dir) */
+  int check;          /* --check: each case's outputs are checked against the reference */
 } opf_settings;
 void opf_settings_default(opf_settings *s);
 
@@ -136,6 +151,25 @@ typedef struct opf_event_result {
   int n_raw;
 } opf_event_result;
 
+/* --profile (src/profile.c): the hottest functions of a case's measured samples. */
+#define OPF_PROFILE_MAX_FUNCS 32
+typedef struct opf_profile_func {
+  char name[112];    /* function, or "[libfoo internal]" / "[unknown]" when no symbol covers it */
+  char module[48];   /* "libopenblas", the executable's name, "" when unknown */
+  double self;       /* share of the samples taken in this function */
+  double total;      /* share of the samples with this function anywhere on the stack */
+  int resolved;      /* 0: a group of unresolved addresses */
+  int in_lib;        /* in a shared library: shown as "name (module)" */
+} opf_profile_func;
+typedef struct opf_profile_summary {
+  char event[16];    /* "cpu-clock", "cycles"; "" when the case was not profiled */
+  int hz, threads;   /* sampling rate per thread, threads sampled */
+  int64_t samples, lost, throttled;
+  int64_t unresolved; /* samples whose leaf address has no symbol */
+  int n_funcs;       /* the top functions by self share */
+  opf_profile_func funcs[OPF_PROFILE_MAX_FUNCS];
+} opf_profile_summary;
+
 struct opf_result {
   char op[64];
   char category[32];
@@ -148,6 +182,7 @@ struct opf_result {
   opf_status status;
   char message[OPF_ERR_MSG_MAX];
   char saved[320];      /* --save-tensors: path prefix of this case's .npy files, else "" */
+  char check[8];        /* --check: "passed" (a failed check is status error), else "" */
   int n_tensors;
   opf_tensor_info tensors[OPF_MAX_IN + OPF_MAX_OUT];
   /* time */
@@ -181,6 +216,9 @@ struct opf_result {
   int simulated;
   /* --baseline torch|numpy: the peer's answer joined to this result (not owned; NULL: none) */
   const struct opf_peer_result *peer;
+  opf_profile_summary profile; /* --profile */
+  char *folded;         /* --profile-folded: this case's folded stacks (owned), NULL when none */
+  size_t folded_len;
 };
 void opf_result_release(opf_result *r);
 /* Merge repetition rep (a new measurement of acc's case and pass, e.g. in a fresh process)

@@ -129,8 +129,15 @@ typedef struct opf_op {
    * kernels, intermediates in separate tensors), so the fusion gain is measured on the same
    * inputs; the tests check that both give the same outputs and gradients. NULL: not fused. */
   const char *unfused;
+  /* Plugins (opperf/plugin.h): the name of a registered operator this descriptor is another
+   * implementation of; .name is then the implementation's name (the "impl" column, --impl),
+   * and only .summary, .forward and .backward may be set: inputs, params, shapes, infer
+   * (so the workspace), reference and models are the operator's. NULL: an operator. */
+  const char *implements;
 } opf_op;
 
+/* Plugins are checked against it (opperf/plugin.h): bump it whenever the layout of opf_op,
+ * opf_case or opf_tensor changes, or a function plugins may call changes its meaning. */
 #define OPF_OP_ABI 1u
 /* Define a descriptor: `OPPERF_OP(add) = { .name = "add", ... };` (at the start of a line:
  * the registry generator looks for it there). */
@@ -153,14 +160,16 @@ struct opf_case {
   uint64_t seed;
   char in_file[OPF_MAX_IN][256]; /* "NAME=@FILE.npy": the input's data comes from this file */
   opf_err err;
-  /* Which kernels run: OPF_IMPL_NATIVE (the descriptor's), or OPF_IMPL_UNFUSED for an operator
-   * with .unfused (its chain of registered operators, built by opf_case_alloc in `chain`). */
+  /* Which kernels run: OPF_IMPL_NATIVE (the descriptor's), OPF_IMPL_UNFUSED for an operator
+   * with .unfused (its chain of registered operators, built by opf_case_alloc in `chain`), or
+   * an id >= OPF_IMPL_ALT from opf_impl_register (another implementation's kernels). */
   int impl;
   struct opf_chain *chain;
 };
 
-enum { OPF_IMPL_NATIVE = 0, OPF_IMPL_UNFUSED = 1 };
-const char *opf_impl_name(int impl); /* "native", "unfused" */
+enum { OPF_IMPL_NATIVE = 0, OPF_IMPL_UNFUSED = 1, OPF_IMPL_ALT = 2 };
+#define OPF_MAX_IMPLS 32 /* implementation ids, OPF_IMPL_NATIVE .. OPF_MAX_IMPLS - 1 */
+const char *opf_impl_name(int impl); /* "native", "unfused", a registered implementation's name */
 
 int opf_case_error(opf_case *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -204,5 +213,18 @@ int opf_op_validate(const opf_op *op, opf_err *err);
 int opf_registry_check(opf_err *err);
 /* Add an operator at run time (test builds, plugins): validated, name must be new. */
 int opf_op_register(const opf_op *op, opf_err *err);
+/* Another implementation of a registered operator (plugins; .implements above): validated
+ * against the operator (kernels only, backward only where the operator has one, a name the
+ * operator does not have yet); *id gets the id of its name (>= OPF_IMPL_ALT; one name may
+ * implement several operators) for opf_case_set_impl. */
+int opf_impl_register(const opf_op *impl, int *id, opf_err *err);
+/* Implementation ids in use: OPF_IMPL_ALT + the registered ones. */
+int opf_impl_count(void);
+/* The id of "native", "unfused" or a registered implementation's name; -1 when unknown. */
+int opf_impl_find(const char *name);
+/* The kernels (descriptor) of op's registered implementation impl, else NULL. */
+const opf_op *opf_impl_kernels(const opf_op *op, int impl);
+/* Does op have implementation impl (native: always; unfused: fused operators)? */
+int opf_op_has_impl(const opf_op *op, int impl);
 
 #endif

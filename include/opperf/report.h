@@ -53,11 +53,19 @@ typedef struct opf_context {
   } overhead[8];
   int n_events;              /* counters requested, and whether they opened */
   opf_pmu_event events[OPF_PMU_MAX_EVENTS];
+  int n_build_ids;           /* GNU build-ids: the executable, libopenblas, every plugin */
+  struct {
+    char path[256];
+    char build_id[129];      /* lowercase hex (OPF_BUILD_ID_MAX); "" when the file has none */
+  } build_ids[20];
 } opf_context;
 
 /* Collect the context (after opf_runtime_setup and opf_pmu_open). pmu may be NULL. */
 void opf_context_collect(opf_context *ctx, const opf_settings *s, const opf_pmu *pmu,
                          const char *command);
+/* The build-ids of the executable (/proc/self/exe), the loaded libopenblas and every loaded
+ * plugin, read with libelf (src/buildids.c; opf_context_collect calls it). */
+void opf_context_build_ids(opf_context *ctx);
 /* Record what happened during the run (load average at the end). */
 void opf_context_finish(opf_context *ctx);
 /* "model name" of /proc/cpuinfo ("unknown" when absent). */

@@ -75,6 +75,16 @@ void cli_region_install(cli_region *r, opf_settings *s);
 /* Closes the perf channels; prints one line when a perf command failed during the run. */
 void cli_region_finish(cli_region *r);
 
+/* Plugins and implementations (src/cli/plugin_cli.c). --plugin PATH: load it (no-op when loaded);
+ * prints the error and returns 2 when the plugin is refused, else 0. */
+int cli_plugin_load(const char *path);
+#define CLI_IMPLS_ALL (~0u)
+/* --impl LIST (native, unfused, all, a plugin's implementation name) as a mask of 1 << id;
+ * prints the usage error and returns 2 for an unknown name. */
+int cli_impls_parse(const char *list, unsigned *mask);
+/* The implementations of op a run with mask measures (op's own kernels when none applies). */
+unsigned cli_impls_for(const opf_op *op, unsigned mask);
+
 /* Custom cases from a JSON config file: [{"op": ..., "inputs": {...}, "params": {...},
  * "dtype": ...}, ...] or {"cases": [...]}. Each case becomes (op, dtype, spec). */
 typedef struct cli_case {

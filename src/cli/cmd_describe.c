@@ -12,14 +12,27 @@ static const char *ptype(opf_param_type t) {
 
 int cmd_describe(int argc, char **argv) {
   if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-    printf("usage: opperf describe OP\n\nShows an operator's inputs, outputs, params, default "
-           "shape sets and passes.\n");
+    printf("usage: opperf describe [--plugin LIB.so] OP\n\nShows an operator's inputs, outputs, "
+           "params, default shape sets, passes and implementations.\n");
     return EXIT_OK;
   }
-  if (argc != 2) return cli_usage_error("describe: expected one operator name (opperf describe OP)");
-  if (argv[1][0] == '-') return cli_usage_error("describe: unknown option '%s'", argv[1]);
-  const opf_op *op = opf_op_find(argv[1]);
-  if (!op) return cli_unknown_op(argv[1]);
+  const char *name = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--plugin") && i + 1 < argc) {
+      if (cli_plugin_load(argv[++i])) return EXIT_USAGE;
+    } else if (!strncmp(argv[i], "--plugin=", 9)) {
+      if (cli_plugin_load(argv[i] + 9)) return EXIT_USAGE;
+    } else if (argv[i][0] == '-') {
+      return cli_usage_error("describe: unknown option '%s'", argv[i]);
+    } else if (name) {
+      return cli_usage_error("describe: expected one operator name (opperf describe OP)");
+    } else {
+      name = argv[i];
+    }
+  }
+  if (!name) return cli_usage_error("describe: expected one operator name (opperf describe OP)");
+  const opf_op *op = opf_op_find(name);
+  if (!op) return cli_unknown_op(name);
   printf("%s (%s): %s\n\ndtypes:", op->name, op->category, op->summary);
   for (int d = 0; d < OPF_NDTYPES; d++)
     if (op->dtypes & OPF_DT_BIT(d)) printf(" %s", opf_dtype_name((opf_dtype)d));
@@ -67,5 +80,12 @@ int cmd_describe(int argc, char **argv) {
   printf("\nshape sets (run with --shapes SET; custom cases with --input NAME=SHAPE --param K=V):\n");
   for (int k = 0; k < OPF_MAX_SETS && op->shapes[k].set; k++)
     printf("  %-9s %s\n", op->shapes[k].set, op->shapes[k].spec);
+  printf("\nimplementations (run with --impl LIST):\n  native    this operator's kernels\n");
+  for (int i = OPF_IMPL_UNFUSED; i < opf_impl_count(); i++) {
+    if (!opf_op_has_impl(op, i)) continue;
+    const opf_op *k = opf_impl_kernels(op, i);
+    printf("  %-9s %s\n", opf_impl_name(i),
+           k ? (k->summary ? k->summary : "from a plugin") : "the chain of separate operators");
+  }
   return EXIT_OK;
 }

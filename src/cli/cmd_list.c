@@ -18,6 +18,7 @@ static void dtypes_str(unsigned mask, char *buf, size_t n) {
 int cmd_list(int argc, char **argv) {
   const char *category = NULL;
   static const struct option opts[] = {{"category", required_argument, 0, 'c'},
+                                       {"plugin", required_argument, 0, 'p'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
   int ch;
@@ -26,10 +27,12 @@ int cmd_list(int argc, char **argv) {
   while ((ch = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
     switch (ch) {
     case 'c': category = optarg; break;
+    case 'p': if (cli_plugin_load(optarg)) return EXIT_USAGE; break;
     case 'h':
-      printf("usage: opperf list [--category C]\n\n"
+      printf("usage: opperf list [--category C] [--plugin LIB.so]\n\n"
              "Lists the operators opperf ships. --category takes a category (\"reduction\") or\n"
-             "a prefix of one (\"nn\" matches nn.conv, nn.pool, ...).\n");
+             "a prefix of one (\"nn\" matches nn.conv, nn.pool, ...). --plugin adds a plugin's\n"
+             "operators (repeatable).\n");
       return EXIT_OK;
     default: return cli_usage_error("list: unknown option '%s' (see opperf list -h)", argv[optind - 1]);
     }

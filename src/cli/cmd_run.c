@@ -15,6 +15,7 @@
 #include "backend.h" /* --backend callgrind */
 #include "isolate.h" /* --isolate, --timeout */
 #include "peer.h"    /* --baseline torch|numpy, --check */
+#include "profile_cli.h" /* --profile */
 #include "opperf/compare.h"
 #include "cli.h"
 
@@ -52,10 +53,12 @@ typedef struct run_opts {
   cli_backend_kind backend; /* --backend: src/cli/backend.c */
   const char *metric;     /* --metric: what --compare-baseline compares (time by default) */
   int reps;               /* --repetitions: independent measurements per case, merged */
-  int impls;              /* --impl: mask of OPF_IMPL_* bits for fused operators (default both) */
+  unsigned impls;         /* --impl: mask of 1 << implementation id (default all) */
+  const char *impl_list;  /* --impl as given: parsed once every --plugin is loaded */
   int verbose;            /* -v / OPPERF_VERBOSE: one opperf_verbose line per case pass */
   const char *perf_ctl;   /* --perf-control SPEC (NULL: $OPPERF_PERF_CONTROL) */
   int peer_lib, peer_check; /* --baseline torch|numpy (-1: none), --check */
+  cli_profile prof;       /* --profile, --profile-*: src/cli/profile_cli.c */
 } run_opts;
 
 static void usage(void) {
@@ -73,8 +76,14 @@ static void usage(void) {
       "  --config FILE.json   custom cases: [{\"op\":..., \"inputs\":{...}, \"params\":{...}, \"dtype\":...}]\n"
       "  --dtype LIST         float32 (default), float64, int32, int64, bool, or all\n"
       "  --pass LIST          fwd, bwd, both (forward+backward); default fwd,bwd\n"
-      "  --impl LIST          fused operators: native (the fused kernels), unfused (the chain\n"
-      "                       of separate operators on the same inputs), or all (default)\n"
+      "  --impl LIST          implementations to run side by side: native (the operator's\n"
+      "                       kernels), unfused (a fused operator's chain of separate\n"
+      "                       operators), a plugin's name, or all (default)\n"
+      "  --plugin LIB.so      load operators and implementations from a plugin (repeatable;\n"
+      "                       see opperf(1), PLUGINS)\n"
+      "  --check              check each case's forward outputs against the operator's\n"
+      "                       reference first (a mismatch fails the case: status error);\n"
+      "                       with --baseline also against the peer (see below)\n"
       "measurement:\n"
       "  --warmup SEC         warm-up time per case (default 0.05)\n"
       "  --min-time SEC       measure at least this long per case and pass (default 0.2)\n"
@@ -100,6 +109,7 @@ static void usage(void) {
       "                       $OPPERF_PERF_CONTROL); see scripts/opperf-flamegraph\n"
       "  -o FILE              write the (non-table) report to FILE, atomically\n"
       "  --save-tensors DIR   write each case's inputs and outputs as .npy files into DIR\n"
+      CLI_PROFILE_USAGE
       "isolation:\n"
       "  --isolate            run each case in its own process: a crash or hang becomes a\n"
       "                       result (crashed/timeout) and the run goes on (default when\n"
@@ -124,8 +134,8 @@ static void usage(void) {
       "  --baseline torch|numpy  also time the same cases with PyTorch or NumPy on the same\n"
       "                       inputs, after ours; adds columns peer, ours/peer (> 1: opperf\n"
       "                       slower) and per-category geometric means\n"
-      "  --check              with --baseline: compare outputs (and input gradients); exit 1\n"
-      "                       on a mismatch\n"
+      "  --check              also compare outputs (and input gradients) with the peer's;\n"
+      "                       exit 1 on a mismatch\n"
       "  --dry-run            list the cases that would run (with --baseline: each case's\n"
       "                       peer equivalent, or why it has none), and exit\n");
 }
@@ -258,7 +268,8 @@ static int parse_args(int argc, char **argv, run_opts *o) {
          O_MAXTIME, O_RUNS, O_SAMPLE, O_THREADS, O_CPU, O_CACHE, O_SEED, O_EVENTS, O_FORMAT,
          O_DRY, O_BACKEND, O_RANDOM, O_SAVE, O_SAVE_BASE, O_CMP_BASE, O_BASE_DIR, O_THRESH,
          O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_CHILD_CASE, O_CHILD_FD, O_IMPL, O_REPS, O_METRIC,
-         O_PERF_CTL, O_PEER, O_CHECK };
+         O_PERF_CTL, O_PEER, O_PLUGIN, O_CHECK,
+         O_PROFILE, O_PROFILE_LAST = O_PROFILE + CLI_PROFILE_NOPTS - 1 };
   static const struct option opts[] = {
       {"shapes", required_argument, 0, O_SHAPES}, {"input", required_argument, 0, O_INPUT},
       {"param", required_argument, 0, O_PARAM},   {"config", required_argument, 0, O_CONFIG},
@@ -280,7 +291,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       {"repetitions", required_argument, 0, O_REPS}, {"metric", required_argument, 0, O_METRIC},
       {"verbose", no_argument, 0, 'v'}, {"perf-control", required_argument, 0, O_PERF_CTL},
       {"baseline", required_argument, 0, O_PEER}, {"check", no_argument, 0, O_CHECK},
-      {0, 0, 0, 0}};
+      {"plugin", required_argument, 0, O_PLUGIN}, CLI_PROFILE_OPTIONS(O_PROFILE), {0, 0, 0, 0}};
   opf_settings_default(&o->s);
   o->threshold = 0.05;
   o->isolate = -1;
@@ -288,7 +299,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   o->sets = "standard,skewed";
   o->dtypes = NULL;
   o->passes = "fwd,bwd";
-  o->impls = 1 << OPF_IMPL_NATIVE | 1 << OPF_IMPL_UNFUSED;
+  o->impls = CLI_IMPLS_ALL;
   o->reps = 1;
   o->metric = "time";
   o->peer_lib = -1;
@@ -301,6 +312,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     case 'h': usage(); return -1;
     case 'v': o->verbose = 1; break;
     case O_PERF_CTL: o->perf_ctl = optarg; break;
+    case O_PROFILE ... O_PROFILE_LAST: if (cli_profile_arg(&o->prof, ch - O_PROFILE, optarg)) return 2; break;
     case O_SHAPES: o->sets = optarg; break;
     case O_INPUT:
     case O_PARAM: {
@@ -312,13 +324,9 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       break;
     }
     case O_CONFIG: o->config = optarg; break;
-    case O_IMPL:
-      if (!strcmp(optarg, "native")) o->impls = 1 << OPF_IMPL_NATIVE;
-      else if (!strcmp(optarg, "unfused")) o->impls = 1 << OPF_IMPL_UNFUSED;
-      else if (!strcmp(optarg, "all") || !strcmp(optarg, "native,unfused") || !strcmp(optarg, "unfused,native"))
-        o->impls = 1 << OPF_IMPL_NATIVE | 1 << OPF_IMPL_UNFUSED;
-      else return cli_usage_error("--impl takes native, unfused or all, not '%s'", optarg);
-      break;
+    case O_IMPL: o->impl_list = optarg; break;
+    case O_PLUGIN: if (cli_plugin_load(optarg)) return 2; break;
+    case O_CHECK: o->s.check = o->peer_check = 1; break; /* the reference, and the peer if any */
     case O_DTYPE: o->dtypes = optarg; break;
     case O_PASS: o->passes = optarg; o->passes_explicit = 1; break;
     case O_WARMUP: if (cli_parse_seconds("--warmup", optarg, &o->s.warmup)) return 2; break;
@@ -391,13 +399,13 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       break;
     case O_BACKEND: if (cli_backend_parse(optarg, &o->backend)) return 2; break;
     case O_PEER: if (cli_peer_parse(optarg, &o->peer_lib)) return 2; break;
-    case O_CHECK: o->peer_check = 1; break;
     case ':': return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
     default: return cli_usage_error("run: unknown option '%s' (see opperf run -h)", argv[optind - 1]);
     }
   }
   if (o->s.max_time < o->s.min_time) o->s.max_time = o->s.min_time;
   if (check_sets(o->sets)) return 2;
+  if (o->impl_list && cli_impls_parse(o->impl_list, &o->impls)) return 2; /* after --plugin */
   if (o->config && o->n_inputs) return cli_usage_error("--config and --input cannot be combined");
   if (o->random_shapes && (o->config || o->n_inputs))
     return cli_usage_error("--random-shapes cannot be combined with --input or --config");
@@ -410,8 +418,8 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   }
   if (!o->n_out) add_format(o, "table");
   if (o->timeout > 0 && o->isolate == 0) return cli_usage_error("--timeout needs isolation (drop --no-isolate)");
+  if (o->prof.on && o->backend != CLI_BK_NATIVE) return cli_usage_error("--profile cannot be combined with --backend callgrind");
   if (o->timeout > 0) o->isolate = 1;
-  if (o->peer_check && o->peer_lib < 0) return cli_usage_error("--check needs --baseline torch or numpy");
   if (o->peer_lib >= 0 && o->backend != CLI_BK_NATIVE)
     return cli_usage_error("--baseline compares times: it cannot be combined with --backend callgrind");
   if (o->child_case >= 0) return 0; /* a case process: no outputs of its own */
@@ -429,7 +437,7 @@ static int build_spec(char *out, size_t n, const char *base, const char *const *
 typedef struct case_list {
   run_case *v;
   int n, cap;
-  int impls; /* OPF_IMPL_* bits run for fused operators */
+  unsigned impls; /* --impl: 1 << implementation id */
 } case_list;
 
 static int add_one(case_list *l, const opf_op *op, opf_dtype dt, const char *set, const char *spec,
@@ -465,11 +473,12 @@ static int add_one(case_list *l, const opf_op *op, opf_dtype dt, const char *set
   return 0;
 }
 
-/* A case of op, and for a fused operator also its unfused chain on the same spec (--impl). */
+/* A case of op for each of its implementations --impl selects (a fused operator's unfused
+ * chain, a plugin's kernels), on the same spec. */
 static int add_case(case_list *l, const opf_op *op, opf_dtype dt, const char *set, const char *spec,
                     int user) {
-  int impls = op->unfused ? l->impls : 1 << OPF_IMPL_NATIVE;
-  for (int impl = OPF_IMPL_NATIVE; impl <= OPF_IMPL_UNFUSED; impl++) {
+  unsigned impls = cli_impls_for(op, l->impls);
+  for (int impl = OPF_IMPL_NATIVE; impl < opf_impl_count(); impl++) {
     if (!(impls >> impl & 1)) continue;
     int n0 = l->n, rc = add_one(l, op, dt, set, spec, user, impl);
     if (rc || l->n == n0) return rc; /* an error, or nothing to run for this dtype */
@@ -595,6 +604,7 @@ static int run_child(run_opts *o, case_list *cl, int pass_mask, opf_pmu *pmu, cl
     for (int k = 0; k < np && !rc; k++) {
       opf_result r;
       opf_measure(&o->s, &c->c, c->set, passes[k], pmu, &r);
+      cli_profile_attach(&o->prof, &r);
       rc = cli_child_send(o->child_fd, &r);
       opf_result_release(&r);
     }
@@ -602,6 +612,7 @@ static int run_child(run_opts *o, case_list *cl, int pass_mask, opf_pmu *pmu, cl
     rc = -1;
   }
   cli_region_finish(reg);
+  cli_profile_finish(&o->prof, 0);
   opf_pmu_free(pmu);
   free(cl->v);
   return rc ? EXIT_FAILED : EXIT_OK;
@@ -657,7 +668,8 @@ int cmd_run(int argc, char **argv) {
     for (int i = 0; i < cl.n; i++) {
       char spec[512];
       char name[96];
-      snprintf(name, sizeof name, "%s%s", cl.v[i].c.op->name, cl.v[i].c.impl ? " [unfused]" : "");
+      snprintf(name, sizeof name, "%s%s%s%s", cl.v[i].c.op->name, cl.v[i].c.impl ? " [" : "",
+               cl.v[i].c.impl ? opf_impl_name(cl.v[i].c.impl) : "", cl.v[i].c.impl ? "]" : "");
       printf("%-22s %-8s %-8s %s\n", name, opf_dtype_name(cl.v[i].c.dtype), cl.v[i].set,
              opf_case_spec_str(&cl.v[i].c, spec, sizeof spec));
     }
@@ -690,6 +702,12 @@ int cmd_run(int argc, char **argv) {
   /* The measured-region hooks: the back-end's, then perf record control. */
   cli_region reg;
   if (cli_region_setup(&reg, &o.s, o.perf_ctl)) {
+    opf_pmu_free(pmu);
+    free(cl.v);
+    return EXIT_USAGE;
+  }
+  if (cli_profile_setup(&o.prof, &reg)) { /* --profile: sampling inside the measured samples */
+    cli_region_finish(&reg);
     opf_pmu_free(pmu);
     free(cl.v);
     return EXIT_USAGE;
@@ -741,7 +759,10 @@ int cmd_run(int argc, char **argv) {
       if (o.isolate) {
         cli_isolate_run(i, &c->c, c->set, passes, np, o.timeout, pmu, &cli_stop_requested, into);
       } else {
-        for (int k = 0; k < np; k++) opf_measure(&o.s, &c->c, c->set, passes[k], pmu, &into[k]);
+        for (int k = 0; k < np; k++) {
+          opf_measure(&o.s, &c->c, c->set, passes[k], pmu, &into[k]);
+          cli_profile_attach(&o.prof, &into[k]);
+        }
       }
       for (int k = 0; rep && k < np; k++) opf_result_merge(&res[k], &more[k]);
     }
@@ -757,6 +778,7 @@ int cmd_run(int argc, char **argv) {
         if (tty) fputs("\r\033[K", stderr); /* the progress indicator is redrawn next case */
         cli_verbose_line("run", r, &o.s);
       }
+      cli_profile_collect(&o.prof, r);
       /* --baseline: kept until the peer has run, then joined and recorded (peer.c) */
       if (peer && !cli_peer_keep(peer, &c->c, r)) continue;
       for (int f = 0; f < o.n_out; f++) opf_emitter_record(em[f], r);
@@ -774,11 +796,13 @@ int cmd_run(int argc, char **argv) {
     if (o.n_out > 1 && o.fmt[i] == OPF_FMT_TABLE && i + 1 < o.n_out && !paths[i]) fputc('\n', stdout);
     free(paths[i]);
   }
+  int prof_rc = cli_profile_finish(&o.prof, !rc); /* --profile-folded FILE */
   opf_pmu_free(pmu);
   free(ctx);
   free(cl.v);
   cli_peer_free(peer);
   if (rc) return cli_usage_error("%s", e.msg[0] ? e.msg : "cannot write the report");
+  if (prof_rc) return EXIT_USAGE;
   int gate = EXIT_OK;
   if (o.compare_baseline) {
     opf_cmp_opts co = {.metric = o.metric, .threshold = o.threshold, .alpha = 0.05};

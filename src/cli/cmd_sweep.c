@@ -88,13 +88,14 @@ static void usage(void) {
       "  -v, --verbose        one opperf_verbose line per shape and pass on stderr\n"
       "  --perf-control SPEC  under `perf record -D -1 --control=SPEC`: perf counts the\n"
       "                       measured samples only (see opperf run -h)\n"
+      "  --plugin LIB.so      load a plugin first, so OP may be one of its operators\n"
       "Ctrl-C stops after the current shape and writes the shapes measured so far (exit 130).\n");
 }
 
 static int parse_args(int argc, char **argv, sweep_opts *o) {
   enum { O_SHAPES = 256, O_VARY, O_ASPECT, O_INPUT, O_PARAM, O_DTYPE, O_PASS, O_CACHE, O_EVENTS,
          O_BACKEND, O_THREADS, O_CPU, O_SEED, O_WARMUP, O_MINTIME, O_MAXTIME, O_RUNS, O_SAMPLE,
-         O_FORMAT, O_PLOT, O_PLOT_METRIC, O_PERF_CTL };
+         O_FORMAT, O_PLOT, O_PLOT_METRIC, O_PERF_CTL, O_PLUGIN };
   static const struct option opts[] = {
       {"shapes", required_argument, 0, O_SHAPES}, {"vary", required_argument, 0, O_VARY},
       {"aspect", required_argument, 0, O_ASPECT}, {"input", required_argument, 0, O_INPUT},
@@ -108,7 +109,8 @@ static int parse_args(int argc, char **argv, sweep_opts *o) {
       {"format", required_argument, 0, O_FORMAT}, {"output", required_argument, 0, 'o'},
       {"plot", required_argument, 0, O_PLOT},     {"plot-metric", required_argument, 0, O_PLOT_METRIC},
       {"verbose", no_argument, 0, 'v'},           {"help", no_argument, 0, 'h'},
-      {"perf-control", required_argument, 0, O_PERF_CTL}, {0, 0, 0, 0}};
+      {"perf-control", required_argument, 0, O_PERF_CTL}, {"plugin", required_argument, 0, O_PLUGIN},
+      {0, 0, 0, 0}};
   opf_settings_default(&o->s);
   o->caches = "warm";
   o->passes = "fwd";
@@ -123,6 +125,7 @@ static int parse_args(int argc, char **argv, sweep_opts *o) {
     case 'h': usage(); return -1;
     case 'v': o->verbose = 1; break;
     case O_PERF_CTL: o->perf_ctl = optarg; break;
+    case O_PLUGIN: if (cli_plugin_load(optarg)) return 2; break;
     case O_SHAPES: o->shapes = optarg; o->kind = SW_SHAPES; nkind++; break;
     case O_VARY: o->vary = optarg; o->kind = SW_VARY; nkind++; break;
     case O_ASPECT: o->aspect = optarg; o->kind = SW_ASPECT; nkind++; break;

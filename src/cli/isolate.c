@@ -48,6 +48,7 @@ int cli_child_send(int fd, const opf_result *r) {
   if (r->sample_start) rc |= write_all(fd, r->sample_start, sizeof *r->sample_start * (size_t)r->n_samples);
   for (int i = 0; i < r->n_events; i++)
     if (r->events[i].raw) rc |= write_all(fd, r->events[i].raw, sizeof(double) * (size_t)r->events[i].n_raw);
+  if (r->folded) rc |= write_all(fd, r->folded, r->folded_len); /* --profile-folded */
   return rc ? -1 : 0;
 }
 
@@ -68,6 +69,19 @@ static double *take(const char *buf, size_t len, size_t *pos, int n, int *ok) {
   return d;
 }
 
+/* A NUL-terminated copy of n bytes at *pos (folded stacks), advancing it; like take. */
+static char *take_text(const char *buf, size_t len, size_t *pos, size_t n, int *ok) {
+  char *s = n <= len - *pos ? malloc(n + 1) : NULL;
+  if (!s) {
+    *ok = 0;
+    return NULL;
+  }
+  memcpy(s, buf + *pos, n);
+  s[n] = '\0';
+  *pos += n;
+  return s;
+}
+
 /* Parse the results a child sent; returns how many complete ones were read. */
 static int parse(const char *buf, size_t len, opf_result *out, int max) {
   size_t pos = 0;
@@ -81,8 +95,9 @@ static int parse(const char *buf, size_t len, opf_result *out, int max) {
     memcpy(r, buf + pos, sizeof *r);
     pos += sizeof *r;
     int ok = 1, has_s = r->samples != NULL, has_c = r->cpu_samples != NULL;
-    int has_t = r->sample_start != NULL;
+    int has_t = r->sample_start != NULL, has_f = r->folded != NULL;
     r->samples = r->cpu_samples = r->sample_start = NULL;
+    r->folded = NULL;
     int has_raw[OPF_PMU_MAX_EVENTS];
     for (int i = 0; i < r->n_events && i < OPF_PMU_MAX_EVENTS; i++) {
       has_raw[i] = r->events[i].raw != NULL;
@@ -93,6 +108,7 @@ static int parse(const char *buf, size_t len, opf_result *out, int max) {
     if (has_t && ok) r->sample_start = take(buf, len, &pos, r->n_samples, &ok);
     for (int i = 0; ok && i < r->n_events && i < OPF_PMU_MAX_EVENTS; i++)
       if (has_raw[i]) r->events[i].raw = take(buf, len, &pos, r->events[i].n_raw, &ok);
+    if (has_f && ok) r->folded = take_text(buf, len, &pos, r->folded_len, &ok);
     if (!ok) {
       opf_result_release(r);
       break;

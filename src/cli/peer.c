@@ -419,7 +419,8 @@ int cli_peer_dry_run(int lib, const opf_settings *s, const opf_case *const *case
   if (why[0]) fprintf(stderr, "opperf: --baseline %s: %s\n", opf_peer_lib_name((opf_peer_lib)lib), why);
   for (int i = 0; !why[0] && i < n; i++) {
     char spec[512], name[96];
-    snprintf(name, sizeof name, "%s%s", cases[i]->op->name, cases[i]->impl ? " [unfused]" : "");
+    snprintf(name, sizeof name, "%s%s%s%s", cases[i]->op->name, cases[i]->impl ? " [" : "",
+             cases[i]->impl ? opf_impl_name(cases[i]->impl) : "", cases[i]->impl ? "]" : "");
     noeq += !!strcmp(ans[i].status, "ok");
     printf("%-22s %-8s %-40s %s\n", name, opf_dtype_name(cases[i]->dtype),
            strcmp(ans[i].status, "ok") ? ans[i].status : ans[i].name, opf_case_spec_str(cases[i], spec, sizeof spec));

@@ -28,8 +28,9 @@ one_line() { # NEEDLE: stderr is exactly one line containing NEEDLE
 # --- usage errors -------------------------------------------------------------------------
 run 2 -- run relu --baseline tensorflow
 one_line "--baseline takes torch or numpy, not 'tensorflow'"
-run 2 -- run relu --check
-one_line "--check needs --baseline"
+# --check without a peer is the reference check alone (plugins' and built-ins' outputs)
+run 0 -- run relu --check --shapes small --runs 3 --warmup 0.001 --min-time 0 --pass fwd --format json -o "$tmp/chk.json"
+grep -q '"reference_check":[[:space:]]*"passed"' "$tmp/chk.json" || fail "--check alone: no passed reference check"
 
 # --- a fake peer: fixed answers, no timing asserted ------------------------------------------
 # Answers case 0 "ok" with a median of 1 ms, every other case "no-equivalent"; with --check it

@@ -8,16 +8,8 @@
 
 #include "test_support.h"
 
-double ts_get(const opf_tensor *t, int64_t k) {
-  switch (t->dtype) {
-  case OPF_F32: return ((const float *)t->data)[k];
-  case OPF_F64: return ((const double *)t->data)[k];
-  case OPF_I32: return ((const int32_t *)t->data)[k];
-  case OPF_I64: return (double)((const int64_t *)t->data)[k];
-  case OPF_BOOL: return ((const uint8_t *)t->data)[k];
-  default: return NAN;
-  }
-}
+/* The library's accessors (src/check.c): --check and the tests compare the same way. */
+double ts_get(const opf_tensor *t, int64_t k) { return opf_tensor_get(t, k); }
 
 void ts_set(opf_tensor *t, int64_t k, double v) {
   switch (t->dtype) {
@@ -31,32 +23,7 @@ void ts_set(opf_tensor *t, int64_t k, double v) {
 }
 
 int ts_compare(const opf_tensor *got, const opf_tensor *want, double rtol, char *msg, size_t n) {
-  int64_t ne = opf_numel(want);
-  if (opf_numel(got) != ne || got->dtype != want->dtype) {
-    snprintf(msg, n, "size or dtype differs (%lld vs %lld elements)", (long long)opf_numel(got),
-             (long long)ne);
-    return 1;
-  }
-  double scale = 0;
-  for (int64_t k = 0; k < ne; k++) {
-    double w = ts_get(want, k);
-    if (isfinite(w)) scale += fabs(w);
-  }
-  scale = ne ? scale / (double)ne : 0;
-  for (int64_t k = 0; k < ne; k++) {
-    double g = ts_get(got, k), w = ts_get(want, k);
-    int bad;
-    if (!opf_dtype_is_float(want->dtype)) bad = g != w;
-    else if (isnan(w)) bad = !isnan(g);
-    else if (isinf(w)) bad = g != w;
-    else bad = !(fabs(g - w) <= rtol * (fabs(w) + scale));
-    if (bad) {
-      snprintf(msg, n, "element %lld: got %.9g, want %.9g (rtol %g, mean |want| %.3g)",
-               (long long)k, g, w, rtol, scale);
-      return 1;
-    }
-  }
-  return 0;
+  return opf_tensor_compare(got, want, rtol, msg, n);
 }
 
 void ts_case_ready(opf_case *c, const opf_op *op, opf_dtype dt, const char *spec, int with_grad,

@@ -1,0 +1,84 @@
+/* check.c: the reference check (`opperf run --check`, the tests): run a case's implementation
+ * (native, unfused or a plugin's) forward once and the operator's own reference on the same
+ * generated inputs, and compare every output with the tolerances the operator tests use. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "opperf/harness.h"
+
+double opf_tensor_get(const opf_tensor *t, int64_t k) {
+  switch (t->dtype) {
+  case OPF_F32: return ((const float *)t->data)[k];
+  case OPF_F64: return ((const double *)t->data)[k];
+  case OPF_I32: return ((const int32_t *)t->data)[k];
+  case OPF_I64: return (double)((const int64_t *)t->data)[k];
+  case OPF_BOOL: return ((const uint8_t *)t->data)[k];
+  default: return NAN;
+  }
+}
+
+int opf_tensor_compare(const opf_tensor *got, const opf_tensor *want, double rtol, char *msg, size_t n) {
+  int64_t ne = opf_numel(want);
+  if (opf_numel(got) != ne || got->dtype != want->dtype) {
+    snprintf(msg, n, "size or dtype differs (%lld vs %lld elements)", (long long)opf_numel(got),
+             (long long)ne);
+    return 1;
+  }
+  /* Relative to each element's magnitude plus the mean magnitude, so values near zero after
+   * cancellation do not need an absurd relative accuracy. */
+  double scale = 0;
+  for (int64_t k = 0; k < ne; k++) {
+    double w = opf_tensor_get(want, k);
+    if (isfinite(w)) scale += fabs(w);
+  }
+  scale = ne ? scale / (double)ne : 0;
+  for (int64_t k = 0; k < ne; k++) {
+    double g = opf_tensor_get(got, k), w = opf_tensor_get(want, k);
+    int bad;
+    if (!opf_dtype_is_float(want->dtype)) bad = g != w;
+    else if (isnan(w)) bad = !isnan(g);
+    else if (isinf(w)) bad = g != w;
+    else bad = !(fabs(g - w) <= rtol * (fabs(w) + scale));
+    if (bad) {
+      snprintf(msg, n, "element %lld: got %.9g, want %.9g (rtol %g, mean |want| %.3g)",
+               (long long)k, g, w, rtol, scale);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+double opf_case_tolerance(const opf_case *c) {
+  return c->dtype == OPF_F64 ? 1e-9 : (c->op->tol > 0 ? c->op->tol : 1e-4);
+}
+
+int opf_case_check_reference(const opf_case *c, uint64_t seed, opf_err *err) {
+  /* Two copies of the unallocated case: one runs the implementation, one the reference, each
+   * on its own freshly generated (identical) inputs, so an in-place kernel cannot spoil the
+   * reference's inputs. */
+  opf_case run = *c, ref = *c;
+  ref.impl = OPF_IMPL_NATIVE;
+  ref.chain = run.chain = NULL;
+  opf_err e;
+  int rc = opf_case_alloc(&run, 0, &e);
+  if (!rc && (rc = opf_case_alloc(&ref, 0, &e)) != 0) opf_case_release(&run);
+  if (rc) return opf_err_set(err, rc, "reference check: %s", e.msg);
+  if (!(rc = opf_case_fill(&run, seed, &e))) rc = opf_case_fill(&ref, seed, &e);
+  if (rc) {
+    opf_err_set(err, rc, "reference check: %s", e.msg);
+  } else if ((rc = opf_case_call(&run, OPF_PASS_FWD)) != 0) {
+    opf_err_set(err, OPF_EKERNEL, "reference check: forward failed: %s", run.err.msg);
+  } else if ((rc = c->op->reference(&ref)) != 0) {
+    opf_err_set(err, OPF_EKERNEL, "reference check: the reference failed: %s", ref.err.msg);
+  } else {
+    char msg[256];
+    for (int i = 0; i < c->op->n_out && !rc; i++)
+      if (opf_tensor_compare(&run.out[i], &ref.out[i], opf_case_tolerance(c), msg, sizeof msg))
+        rc = opf_err_set(err, OPF_EKERNEL, "output '%s' differs from the reference: %s",
+                         c->op->out[i], msg);
+  }
+  opf_case_release(&run);
+  opf_case_release(&ref);
+  return rc;
+}
