@@ -1,6 +1,6 @@
 /* loss_common.h: shared by the loss family (ops/loss/): the reduction param (mean|sum|none,
  * plus batchmean for kl_div), deterministic threaded sums, per-row loss write-out, the +-1
- * label fill hook and the driver of pointwise losses loss_i = f(a_i, b_i) (l1, smooth_l1,
+ * label fill hook and the driver of pointwise losses loss_i = f(a_i, b_i) (mse, l1, smooth_l1,
  * huber, bce, kl_div, hinge, logistic, poisson_nll): one table row per loss variant. */
 #ifndef OPPERF_LOSS_COMMON_H
 #define OPPERF_LOSS_COMMON_H
@@ -12,8 +12,8 @@
 #include "unary/vlibm.h"
 #include "unary/vmath.h"
 
-/* Reductions, in the order of the "reduction" enum of every loss (mse_loss and
- * softmax_cross_entropy use the same first three). batchmean (kl_div only) divides the sum by
+/* Reductions, in the order of the "reduction" enum of every loss (softmax_cross_entropy uses
+ * the same first three). batchmean (kl_div only) divides the sum by
  * the size of the first dimension, as PyTorch's kl_div does. */
 enum { LS_MEAN, LS_SUM, LS_NONE, LS_BATCHMEAN };
 #define LS_REDUCTION                                                                          \

@@ -1,8 +1,16 @@
-/* regression_losses.c: l1_loss |pred - target|, huber_loss (quadratic within delta, linear
- * beyond) and smooth_l1_loss (PyTorch: huber with delta = beta, divided by beta; l1 when
- * beta = 0), each reduced by mean, sum or none, with gradients for pred and target (d target =
- * -d pred). Pointwise kernels of loss_common.h: one streaming pass each way. */
+/* regression_losses.c: mse_loss (pred - target)^2, l1_loss |pred - target|, huber_loss
+ * (quadratic within delta, linear beyond) and smooth_l1_loss (PyTorch: huber with delta = beta,
+ * divided by beta; l1 when beta = 0), each reduced by mean, sum or none, with gradients for pred
+ * and target (d target = -d pred). Pointwise kernels of loss_common.h: one streaming pass each way. */
 #include "loss/loss_common.h"
+
+/* mse: fwd subtract and square (2 per element, + the reduction's add), bwd subtract, scale by
+ * 2 and negate for d target (3). */
+static double mse_ref(double a, double b, ls_par p) {
+  (void)p;
+  return (a - b) * (a - b);
+}
+LS_PW_DEFINE(mse, (a - b) * (a - b), LS_C(2) * (a - b), LS_C(2) * (b - a), mse_ref, 2, 3, LS_PAR_CHEAP)
 
 /* sign(a - b), 0 on ties (as PyTorch's l1 gradient) */
 #define L1_SIGN(d) (LS_SEL((d) > 0, LS_C(1), LS_C(0)) - LS_SEL((d) < 0, LS_C(1), LS_C(0)))
@@ -32,6 +40,11 @@ LS_PW_DEFINE(huber, HUBER_F, HUBER_D, -(HUBER_D), huber_ref, 5, 4, LS_PAR_CHEAP)
 
 enum { P_RED, P_K }; /* params of huber_loss and smooth_l1_loss: reduction, delta / beta */
 
+static const ls_pw *mse_loss_sel(const opf_case *c, ls_par *p) {
+  (void)c;
+  *p = (ls_par){{0, 0, 0}};
+  return &mse_pw;
+}
 static const ls_pw *l1_loss_sel(const opf_case *c, ls_par *p) {
   (void)c;
   *p = (ls_par){{0, 0, 0}};
@@ -48,10 +61,12 @@ static const ls_pw *smooth_l1_loss_sel(const opf_case *c, ls_par *p) {
   *p = (ls_par){{beta, 1 / beta, 0}};
   return &huber_pw;
 }
+LS_PW_HOOKS(mse_loss, P_RED)
 LS_PW_HOOKS(l1_loss, P_RED)
 LS_PW_HOOKS(huber_loss, P_RED)
 LS_PW_HOOKS(smooth_l1_loss, P_RED)
 
+static int mse_loss_infer(opf_case *c) { return ls_pw_infer(c, (int)c->p[P_RED]); }
 static int l1_loss_infer(opf_case *c) { return ls_pw_infer(c, (int)c->p[P_RED]); }
 static int smooth_l1_loss_infer(opf_case *c) { return ls_pw_infer(c, (int)c->p[P_RED]); }
 static int huber_loss_infer(opf_case *c) {
@@ -77,6 +92,17 @@ static int huber_loss_infer(opf_case *c) {
       {"small", "pred=37x3 reduction=sum " P4}, {"small", "pred=()"},                         \
       {"test", "pred=301x517 " P1}, {"test", "pred=301x517 reduction=none"},                  \
       {"test", "pred=100003 reduction=sum " P3}, {"large", "pred=8192x8192"}
+
+OPPERF_OP(mse_loss) = {
+    REG_INPUTS,
+    .name = "mse_loss",
+    .summary = "mean squared error (L2 loss): reduce((pred - target)^2)",
+    .n_params = 1,
+    .params = {LS_REDUCTION},
+    .shapes = {REG_SHAPES("", "", "", "")},
+    .infer = mse_loss_infer,
+    LS_PW_OPS(mse_loss),
+};
 
 OPPERF_OP(l1_loss) = {
     REG_INPUTS,
