@@ -157,10 +157,23 @@ static void scan_plan(scan_run *s, opf_case *c) {
 }
 
 /* Run the scan of s (mode, inputs and output set) over the whole tensor. */
+static void scan_copy_range(int64_t lo, int64_t hi, void *p) {
+  const scan_run *s = p;
+  const size_t es = scan_es(s);
+  memcpy((char *)s->y + (size_t)lo * es, (const char *)s->a + (size_t)lo * es, (size_t)(hi - lo) * es);
+}
+
 static void scan_run_all(scan_run *s) {
   const int64_t numel = s->g.outer * s->g.n * s->g.inner;
   const int par = numel > OPF_PAR_MIN && omp_get_max_threads() > 1;
   if (numel == 0) return;
+  if (s->g.n == 1) {
+    /* Lines of one element (10000x1 axis=1): every scan here is the identity, y = a (cumsum,
+     * cumprod, and both backwards: dy * y / x = dy): a copy instead of a line walk per element
+     * (50 us -> about 1 us at 10000x1). */
+    opf_parallel_range(numel, OPF_PAR_MIN, scan_copy_range, s);
+    return;
+  }
   if (s->g.inner > 1) {
     const int64_t nt = s->g.outer * s->ncb;
 #pragma omp parallel for schedule(static) if (par && nt > 1)
@@ -241,7 +254,7 @@ static int cumprod_backward(opf_case *c) {
   scan_run_all(&s);
   const opf_rgeom *g = &s.g;
   const int64_t nl = g->outer * g->inner;
-  if (g->n == 0) return OPF_OK;
+  if (g->n <= 1) return OPF_OK; /* one-element lines: dx = dy exactly, zeros included */
 #pragma omp parallel for schedule(static) if (nl * g->n > OPF_PAR_MIN)
   for (int64_t e = 0; e < nl; e++) {
     const int64_t o = e / g->inner, j = e - o * g->inner, last = (o * g->n + g->n - 1) * g->inner + j;
@@ -344,7 +357,9 @@ static int fill_near_one_scan(opf_case *c, int i, opf_rng *r) {
              {"skewed", "x=100000x10 axis=1"},     {"small", "x=16x16 axis=0"},                \
              {"small", "x=16x16 axis=1"},          {"small", "x=1x64 axis=-1"},                \
              {"small", "x=40x3 axis=0"},           {"small", "x=4x5x6 axis=1"},                \
-             {"small", "x=4x5x6 axis=all"},        {"test", "x=301x517 axis=0"},               \
+             {"small", "x=4x5x6 axis=all"},        {"small", "x=16x1 axis=1"},                 \
+             {"small", "x=1x64 axis=0"},           {"test", "x=70001x1 axis=1"},               \
+             {"test", "x=301x517 axis=0"},                                                      \
              {"test", "x=301x517 axis=1"},         {"test", "x=301x517 axis=all"},             \
              {"test", "x=3x1000x7 axis=1"},        {"test", "x=2x70001 axis=1"},               \
              {"large", "x=8192x8192 axis=0"},      {"large", "x=8192x8192 axis=1"}}
