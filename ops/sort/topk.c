@@ -133,6 +133,11 @@ static int topk_forward(opf_case *c) {
   const topk_ctx t = {(int64_t)c->p[0], c->p[2] != 0};
   const srt_geom sg = topk_geom(c);
   if (t.k == 0) return OPF_OK;
+  if (sg.g.n == 1) { /* lines of one element (10000x1 axis=1): values = x, indices 0 */
+    memcpy(c->out[0].data, c->in[0].data, c->in[0].nbytes);
+    memset(c->out[1].data, 0, c->out[1].nbytes);
+    return OPF_OK;
+  }
   const srt_lt lt[3] = {{&c->in[0], sg.g.n, 0}, {&c->out[0], t.k, 1}, {&c->out[1], t.k, 1}};
   srt_for_lines(&sg, c, topk_line, (void *)&t, lt, 3);
   return OPF_OK;
@@ -239,7 +244,8 @@ OPPERF_OP(topk) = {
                {"skewed", "x=100000x10 k=10 axis=0"}, {"skewed", "x=100000x10 k=10 axis=1"},
                {"small", "x=16x16 k=3"},            {"small", "x=16x16 k=1 axis=0"},
                {"small", "x=1x64 k=10"},            {"small", "x=300x3 k=10 axis=0 largest=false"},
-               {"small", "x=4x5x6 k=2 axis=1"},     {"test", "x=301x517 k=10"},
+               {"small", "x=4x5x6 k=2 axis=1"},     {"small", "x=16x1 k=1 axis=1"},
+               {"small", "x=1x64 k=1 axis=0"},      {"test", "x=301x517 k=10"},
                {"test", "x=301x517 k=1 axis=0 largest=false"}, {"test", "x=3x1000x7 k=100 axis=1"},
                {"test", "x=7x5000 k=2000"},         {"large", "x=8192x8192 k=10 axis=1"},
                {"large", "x=8192x8192 k=10 axis=0"}, {"huge", "x=46341x46341 k=10 axis=1"}},
