@@ -3,26 +3,8 @@
 # small run in every format (JSON must parse), custom cases and config files, and bad inputs:
 # each must print one clear line, exit 2, leave no output file, and never crash.
 set -u
-OPPERF=${OPPERF:-./build/opperf}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-quick=(--warmup 0.001 --min-time 0.005 --sample-time 0.0005 --runs 3)
-
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-
-# expect CODE NEEDLE -- args...: exit status CODE, stderr contains NEEDLE, one line only.
-expect() {
-  local code=$1 needle=$2
-  shift 3
-  "$OPPERF" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  [ "$rc" -eq "$code" ] || { fail "opperf $* exited $rc, expected $code: $(cat "$tmp/err")"; return; }
-  if [ -n "$needle" ]; then
-    grep -qF -- "$needle" "$tmp/err" || fail "opperf $*: stderr lacks '$needle': $(cat "$tmp/err")"
-    [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "opperf $*: expected a one-line message, got: $(cat "$tmp/err")"
-  fi
-}
+# $OPPERF, $tmp, fail, expect and the quick settings:
+source "$(dirname "$0")/lib.sh"
 
 # --- help and version -------------------------------------------------------------------
 expect 0 "" -- --version

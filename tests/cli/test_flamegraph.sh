@@ -4,12 +4,8 @@
 # sweep (partial report, exit 130), and scripts/opperf-flamegraph end to end when perf may
 # sample here (else its one-line refusal, also with perf missing). No timing checks.
 set -u
-OPPERF=${OPPERF:-./build/opperf}
+source "$(dirname "$0")/lib.sh" # $OPPERF, $tmp, fail
 SRC=${OPPERF_SOURCE_DIR:-.}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 fx="$SRC/tests/fixtures/perf"
 
 "$OPPERF" -h | grep -q '^  flamegraph ' || fail "opperf -h does not list flamegraph"
