@@ -5,7 +5,7 @@
 # `opperf run --baseline torch|numpy` (scripts/opperf-peer.py); Debian's builds import only
 # under /usr/bin/python3.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config git libpfm4-dev libopenblas-dev libopenblas-openmp-dev
+pkgs=(build-essential cmake ccache pkg-config git libpfm4-dev libopenblas-dev libopenblas-openmp-dev
       libelf-dev libcjson-dev libcmocka-dev python3 valgrind linux-perf python3-numpy python3-torch)
 missing=()
 for p in "${pkgs[@]}"; do
