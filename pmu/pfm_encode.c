@@ -51,6 +51,7 @@ static void copy_str(char *dst, size_t n, const char *src) {
 }
 
 /* One libpfm4 encoding attempt. attr is cleared first so nothing stale survives. */
+static _Thread_local int g_last_idx = -1; /* event index of the last successful pfm_try (this thread) */
 static int pfm_try(const char *s, struct perf_event_attr *attr, char *fstr, size_t fstr_n) {
   memset(attr, 0, sizeof *attr);
   attr->size = sizeof *attr;
@@ -62,6 +63,7 @@ static int pfm_try(const char *s, struct perf_event_attr *attr, char *fstr, size
   arg.fstr = &f;
   int r = pfm_get_os_event_encoding(s, PFM_PLM3, PFM_OS_PERF_EVENT_EXT, &arg);
   if (r == PFM_SUCCESS) copy_str(fstr, fstr_n, f);
+  if (r == PFM_SUCCESS) g_last_idx = arg.idx;
   free(f);
   if (r == PFM_SUCCESS) {
     /* We count, never sample: a ":period=" or ":freq=" from the user would only add overflow
@@ -193,4 +195,31 @@ int opf_pmu_detected(char *buf, size_t n) {
     len += need;
   }
   return fits ? OPF_OK : OPF_EINVAL;
+}
+
+int opf_pfm_event_pmu(const char *name, char *pmu, size_t pmu_n, int *present) {
+  copy_str(pmu, pmu_n, "");
+  if (present) *present = 0;
+  struct perf_event_attr a;
+  char why[64];
+  if (extra_sw(name, &a, NULL, 0)) { /* our own software encodings: the kernel's perf PMU */
+    copy_str(pmu, pmu_n, "perf");
+    if (present) *present = 1;
+    return PFM_SUCCESS;
+  }
+  g_last_idx = -1;
+  int r = opf_pfm_encode(name, &a, NULL, 0, why, sizeof why);
+  if (r != PFM_SUCCESS) return r;
+  if (g_last_idx < 0) return PFM_ERR_NOTFOUND;
+  pfm_event_info_t ei;
+  memset(&ei, 0, sizeof ei);
+  ei.size = sizeof ei;
+  if (pfm_get_event_info(g_last_idx, PFM_OS_NONE, &ei) != PFM_SUCCESS) return PFM_ERR_NOTFOUND;
+  pfm_pmu_info_t pi;
+  memset(&pi, 0, sizeof pi);
+  pi.size = sizeof pi;
+  if (pfm_get_pmu_info(ei.pmu, &pi) != PFM_SUCCESS) return PFM_ERR_NOTFOUND;
+  copy_str(pmu, pmu_n, pi.name);
+  if (present) *present = pi.is_present;
+  return PFM_SUCCESS;
 }

@@ -32,6 +32,7 @@ int opf_pfm_pmus(opf_pfm_pmu_desc *out, int max) {
       snprintf(d->desc, sizeof d->desc, "%s", info.desc ? info.desc : "");
       d->n_events = info.nevents;
       d->is_core = info.type == PFM_PMU_TYPE_CORE;
+      d->n_counters = info.num_cntrs + info.num_fixed_cntrs;
     }
     n++;
   }

@@ -21,6 +21,10 @@ int opf_pfm_init(char *why, size_t why_n);
  * that code in why. User space only unless the name carries a ":k" modifier. */
 int opf_pfm_encode(const char *name, struct perf_event_attr *attr, char *fstr, size_t fstr_n,
                    char *why, size_t why_n);
+/* The libpfm4 PMU an encoded name belongs to ("perf", "skl", ...) and whether libpfm4 detects it
+ * as present on this CPU (an event of an absent PMU encodes only with LIBPFM_ENCODE_INACTIVE=1,
+ * and its raw code would mean another event on the real PMU). Returns 0, or a PFM_ERR_* code. */
+int opf_pfm_event_pmu(const char *name, char *pmu, size_t pmu_n, int *present);
 
 /* The attribute fields that matter to opperf, decoded from a struct perf_event_attr. The fault
  * injection tests receive attr as void * in opf_pmu_sys.perf_event_open and read it with this. */
@@ -39,6 +43,12 @@ int opf_pmu_attr_view_of(const opf_pmu *p, size_t i, opf_pmu_attr_view *v);
 /* System calls opf_pmu_create uses when given sys == NULL (NULL: the real ones). Lets tests
  * inject failures into code that creates its own counter sets (src/overhead.c). */
 void opf_pmu_set_default_sys(const opf_pmu_sys *sys);
+/* Plan hardware groups as if the core PMU had this many counters, the NMI watchdog holding
+ * `watchdog` of them (counters < 0: detect from CPUID / libpfm4 and /proc again). */
+void opf_pmu_set_hw_capacity(int counters, int watchdog);
+/* Read hybrid-CPU PMU descriptions (cpu_core, cpu_atom) under this directory instead of
+ * /sys/bus/event_source/devices (NULL: the real one). */
+void opf_pmu_set_sysfs_root(const char *dir);
 /* Pretend libpfm4 detected this core PMU when resolving the topdown preset ("skx", "icl",
  * "amd64_fam19h_zen4"; "" = none detected; NULL = use what libpfm4 really detects). */
 void opf_pmu_set_topdown_pmu(const char *pmu);

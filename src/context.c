@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,6 +37,22 @@ static void relevant_env(char *buf, size_t n) {
 }
 
 void opf_context_finish(opf_context *ctx) { ctx->loadavg_end = loadavg1(); }
+
+/* libgomp's wait policy: idle workers spin GOMP_SPINCOUNT times before they sleep (300,000
+ * by default, 30 billion with OMP_WAIT_POLICY=active, 0 with passive; libgomp 12 docs), and a
+ * spinning worker's cycles and instructions land in the counters summed over threads. */
+static void omp_wait_policy(char *buf, size_t n) {
+  const char *pol = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
+  if (spin && *spin)
+    snprintf(buf, n, "GOMP_SPINCOUNT=%s%s%s: idle workers spin that long, then sleep", spin,
+             pol && *pol ? ", OMP_WAIT_POLICY=" : "", pol && *pol ? pol : "");
+  else if (pol && !strcasecmp(pol, "passive"))
+    snprintf(buf, n, "passive (OMP_WAIT_POLICY): idle workers sleep at once, no spinning");
+  else if (pol && !strcasecmp(pol, "active"))
+    snprintf(buf, n, "active (OMP_WAIT_POLICY): idle workers spin for up to 30 billion spins");
+  else
+    snprintf(buf, n, "default: idle workers spin up to 300,000 times, then sleep");
+}
 
 static int read_line(const char *path, char *buf, size_t n) {
   FILE *f = fopen(path, "r");
@@ -95,15 +112,52 @@ uint64_t opf_llc_bytes(void) {
   return best ? best : 32ull << 20;
 }
 
-static double cpu_mhz(void) {
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (!f) return 0;
+/* The CPU's nominal (base) frequency, not cpu0's momentary clock: cpufreq's base_frequency
+ * (intel_pstate), else the "@ 2.10GHz" of Intel's model name, else, where the kernel has no
+ * cpufreq (virtual machines), "cpu MHz", which is then the constant TSC rate, else cpufreq's
+ * maximum. src says which. 0 when none is known. */
+static double nominal_mhz(char *src, size_t n) {
+  double khz = 0;
+  FILE *f = fopen("/sys/devices/system/cpu/cpu0/cpufreq/base_frequency", "r");
+  if (f) {
+    int ok = fscanf(f, "%lf", &khz) == 1;
+    fclose(f);
+    if (ok && khz > 0) {
+      snprintf(src, n, "cpufreq base_frequency");
+      return khz / 1000;
+    }
+  }
   char line[512];
-  double mhz = 0;
-  while (fgets(line, sizeof line, f))
-    if (sscanf(line, "cpu MHz : %lf", &mhz) == 1) break;
-  fclose(f);
-  return mhz;
+  double mhz = 0, ghz = 0;
+  f = fopen("/proc/cpuinfo", "r");
+  if (f) {
+    while (fgets(line, sizeof line, f)) {
+      const char *at = strstr(line, "@ ");
+      if (!strncmp(line, "model name", 10) && at && sscanf(at, "@ %lfGHz", &ghz) == 1) break;
+      if (mhz == 0) sscanf(line, "cpu MHz : %lf", &mhz);
+    }
+    fclose(f);
+  }
+  if (ghz > 0) {
+    snprintf(src, n, "model name");
+    return ghz * 1000;
+  }
+  int has_cpufreq = access("/sys/devices/system/cpu/cpu0/cpufreq", F_OK) == 0;
+  if (!has_cpufreq && mhz > 0) {
+    snprintf(src, n, "TSC rate (cpu MHz; no cpufreq, constant)");
+    return mhz;
+  }
+  f = fopen("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", "r");
+  if (f) {
+    int ok = fscanf(f, "%lf", &khz) == 1;
+    fclose(f);
+    if (ok && khz > 0) {
+      snprintf(src, n, "cpufreq cpuinfo_max_freq (maximum, not base)");
+      return khz / 1000;
+    }
+  }
+  snprintf(src, n, "unknown");
+  return 0;
 }
 
 void opf_cpu_model(char *buf, size_t n) {
@@ -135,7 +189,7 @@ void opf_context_collect(opf_context *ctx, const opf_settings *s, const opf_pmu 
   snprintf(ctx->cflags, sizeof ctx->cflags, "%s", OPPERF_CFLAGS);
   opf_cpu_model(ctx->cpu_model, sizeof ctx->cpu_model);
   ctx->cpus_online = (int)sysconf(_SC_NPROCESSORS_ONLN);
-  ctx->mhz = cpu_mhz();
+  ctx->mhz = nominal_mhz(ctx->mhz_source, sizeof ctx->mhz_source);
   ctx->n_caches = read_caches(ctx->caches, 8);
   ctx->mem_total = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
   struct utsname u;
@@ -167,5 +221,7 @@ void opf_context_collect(opf_context *ctx, const opf_settings *s, const opf_pmu 
   if (s) ctx->settings = *s;
   for (size_t i = 0; pmu && i < opf_pmu_count(pmu) && i < OPF_PMU_MAX_EVENTS; i++)
     ctx->events[ctx->n_events++] = *opf_pmu_event_at(pmu, i);
+  snprintf(ctx->pmu_note, sizeof ctx->pmu_note, "%s", pmu ? opf_pmu_group_note(pmu) : "");
+  omp_wait_policy(ctx->omp_wait, sizeof ctx->omp_wait);
   opf_context_build_ids(ctx);
 }

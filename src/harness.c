@@ -127,13 +127,22 @@ void opf_result_merge(opf_result *acc, opf_result *rep) {
   if (rep->call_allocs > acc->call_allocs) acc->call_allocs = rep->call_allocs;
   for (int i = 0; i < acc->n_events && i < rep->n_events; i++) {
     opf_event_result *a = &acc->events[i], *b = &rep->events[i];
-    if (!b->has_value) continue;
-    if (!a->has_value) { /* counted only in this repetition */
-      double *raw = a->raw;
-      *a = *b;
-      b->raw = raw;
+    if (a->has_value != b->has_value && (a->has_value ? b : a)->status != OPF_EV_NOT_SUPPORTED) {
+      /* counted in some repetitions only: the value is theirs, the status says so */
+      if (!a->has_value) {
+        double *raw = a->raw;
+        *a = *b;
+        b->raw = raw;
+      }
+      a->status = OPF_EV_PARTIAL;
+      snprintf(a->reason, sizeof a->reason, "not counted in every repetition (%d merged)",
+               acc->n_reps);
       continue;
     }
+    if (!b->has_value) continue;
+    a->n_partial += b->n_partial;
+    a->main_per_call = (a->main_per_call * a->n_raw + b->main_per_call * b->n_raw) /
+                       (a->n_raw + b->n_raw > 0 ? a->n_raw + b->n_raw : 1);
     int na = a->n_raw;
     if (append(&a->raw, na, b->raw, b->n_raw)) continue;
     a->n_raw = na + b->n_raw;
@@ -141,6 +150,10 @@ void opf_result_merge(opf_result *acc, opf_result *rep) {
     if (!opf_stats_compute(a->raw, a->n_raw, &es)) a->per_call = es.median;
     a->mean_per_call = (a->mean_per_call * na + b->mean_per_call * b->n_raw) / a->n_raw;
     if (b->running_pct < a->running_pct) a->running_pct = b->running_pct, a->status = b->status;
+    if (b->status == OPF_EV_PARTIAL && a->status != OPF_EV_PARTIAL) {
+      a->status = OPF_EV_PARTIAL;
+      snprintf(a->reason, sizeof a->reason, "%s", b->reason);
+    }
   }
 out:
   opf_result_release(rep);
@@ -203,12 +216,50 @@ typedef struct {
   size_t n;
 } flusher;
 
+/* --cache cold: every thread of the run writes its share of a buffer twice the size of all
+ * last-level cache instances together, so each worker's private caches and every L3 slice
+ * are evicted (a memset by the caller alone leaves the workers' L1/L2 warm). */
 static void flush_caches(flusher *f) {
   if (!f->buf) return;
   static unsigned char v;
   v++;
-  memset(f->buf, v, f->n);
+  unsigned char *buf = f->buf;
+  const size_t n = f->n;
+  const unsigned char val = v;
+#pragma omp parallel
+  {
+    int nt = omp_get_num_threads(), t = omp_get_thread_num();
+    size_t lo = n / (size_t)nt * (size_t)t, hi = t == nt - 1 ? n : n / (size_t)nt * (size_t)(t + 1);
+    memset(buf + lo, val, hi - lo);
+  }
   __asm__ __volatile__("" : : "r"(f->buf) : "memory");
+}
+
+/* The harness's own count per sample for every event: the median over empty windows (the same
+ * reads and clock calls as a measured sample, no operator call). */
+static void measure_residual(opf_pmu *pmu, opf_pmu_snap *sa, opf_pmu_snap *sb, size_t nev,
+                             double *residual) {
+  enum { N = 15 };
+  double v[OPF_PMU_MAX_EVENTS][N];
+  int nv[OPF_PMU_MAX_EVENTS] = {0};
+  for (int r = 0; r < N; r++) {
+    if (opf_pmu_read_begin(pmu, sa) != OPF_OK) continue;
+    double b = opf_now();
+    double e = opf_now();
+    __asm__ __volatile__("" : : "r"(b), "r"(e) : "memory");
+    if (opf_pmu_read(pmu, sb) != OPF_OK) continue;
+    for (size_t i = 0; i < nev; i++) {
+      opf_pmu_dval d;
+      if (opf_pmu_delta_ex(pmu, i, sa, sb, &d) == OPF_DV_OK) v[i][nv[i]++] = d.value;
+    }
+  }
+  for (size_t i = 0; i < nev; i++) {
+    residual[i] = 0;
+    if (nv[i] < N / 2) continue;
+    opf_stats st;
+    opf_stats_compute(v[i], nv[i], &st);
+    residual[i] = st.median;
+  }
 }
 
 static void fill_info(opf_result *r, const opf_case *c) {
@@ -309,6 +360,7 @@ void opf_result_init(opf_result *r, const opf_case *c, const char *set, opf_pass
     snprintf(er->kind, sizeof er->kind, "%s", e->fstr[0] && kind ? kind : "");
     er->status = e->status;
     er->group = e->group;
+    snprintf(er->plm, sizeof er->plm, "%s", opf_pmu_event_plm(pmu, i));
     er->err = e->err;
     snprintf(er->reason, sizeof er->reason, "%s", e->reason);
   }
@@ -359,6 +411,7 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
 
   int rc = OPF_OK;
   double *ev_samples = NULL; /* per-sample counter values (declared before the first goto) */
+  opf_pmu_snap *sa = NULL, *sb = NULL;
   /* bwd alone needs the forward state (outputs, saved workspace) of the same inputs. */
   if (pass == OPF_PASS_BWD) rc = opf_case_call(c, OPF_PASS_FWD); /* the native kernels or the unfused chain */
 
@@ -391,19 +444,24 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
     goto kernel_failed;
   }
   double ev_sum[OPF_PMU_MAX_EVENTS] = {0}, ev_run[OPF_PMU_MAX_EVENTS] = {0};
-  int ev_n[OPF_PMU_MAX_EVENTS] = {0};
+  double ev_resid[OPF_PMU_MAX_EVENTS] = {0};
+  int ev_n[OPF_PMU_MAX_EVENTS] = {0}, ev_partial[OPF_PMU_MAX_EVENTS] = {0};
   size_t nev = pmu ? opf_pmu_count(pmu) : 0;
   if (nev > OPF_PMU_MAX_EVENTS) nev = OPF_PMU_MAX_EVENTS;
   int pmu_live = pmu && opf_pmu_n_open(pmu) > 0;
   /* Per-sample counts per call, so counters are summarised by their median like the time
-   * (a stalled sample inflates a mean: e.g. OpenMP workers spinning while the caller waits). */
-  ev_samples = pmu_live ? malloc(sizeof *ev_samples * nev * (size_t)cap) : NULL;
-  if (pmu_live && !ev_samples) {
+   * (a stalled sample inflates a mean: e.g. OpenMP workers spinning while the caller waits);
+   * the second half of the buffer holds the calling thread's own counts. */
+  ev_samples = pmu_live ? malloc(sizeof *ev_samples * 2 * nev * (size_t)cap) : NULL;
+  sa = pmu_live ? opf_pmu_snap_new() : NULL;
+  sb = pmu_live ? opf_pmu_snap_new() : NULL;
+  if (pmu_live && (!ev_samples || !sa || !sb)) {
     rc = OPF_ENOMEM;
     snprintf(c->err.msg, sizeof c->err.msg, "cannot allocate the counter sample buffer");
     goto kernel_failed;
   }
-  opf_pmu_snap sa, sb;
+  double *ev_main = ev_samples ? ev_samples + nev * (size_t)cap : NULL;
+  if (pmu_live) measure_residual(pmu, sa, sb, nev, ev_resid);
   struct rusage ru0, ru1;
   getrusage(RUSAGE_SELF, &ru0);
   opf_alloc_stats_get(&a1);
@@ -412,28 +470,36 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
   int n = 0;
   for (;;) {
     flush_caches(&fl);
-    /* A failed snapshot read leaves partial values: such a sample gets no counter deltas. */
-    int snap_ok = pmu_live && opf_pmu_read(pmu, &sa) == OPF_OK;
     double cb = process_cpu();
     if (hk && hk->sample_begin) hk->sample_begin(hk->ctx);
+    /* The counter window is the innermost: the other threads' counters are read first and the
+     * caller's last, then the clock; at the end the reverse. A failed snapshot read leaves
+     * partial values: such a sample gets no counter deltas. */
+    int snap_ok = pmu_live && opf_pmu_read_begin(pmu, sa) == OPF_OK;
     double b = opf_now();
     rc = call_batch(c, pass, k);
     double e = opf_now();
+    snap_ok = snap_ok && opf_pmu_read(pmu, sb) == OPF_OK;
     if (hk && hk->sample_end) hk->sample_end(hk->ctx);
     double ce = process_cpu();
-    snap_ok = snap_ok && opf_pmu_read(pmu, &sb) == OPF_OK;
     if (rc) break;
     r->cpu_samples[n] = (ce - cb) / (double)k;
     r->sample_start[n] = b;
     r->samples[n++] = (e - b) / (double)k;
     r->total_time += e - b;
     for (size_t i = 0; snap_ok && i < nev; i++) {
-      double v, frac;
-      if (opf_pmu_delta(pmu, i, &sa, &sb, &v, &frac)) {
-        ev_sum[i] += v;
-        ev_run[i] += frac * (e - b);
-        ev_samples[i * (size_t)cap + (size_t)ev_n[i]++] = v / (double)k;
-      }
+      opf_pmu_dval d;
+      opf_pmu_dstate st = opf_pmu_delta_ex(pmu, i, sa, sb, &d);
+      if (st == OPF_DV_PARTIAL) ev_partial[i]++;
+      if (st != OPF_DV_OK) continue;
+      double v = d.value - ev_resid[i];
+      double vm = d.main_value - ev_resid[i];
+      if (v < 0) v = 0;
+      if (vm < 0) vm = 0;
+      ev_sum[i] += v;
+      ev_run[i] += d.frac_running * (e - b);
+      ev_main[i * (size_t)cap + (size_t)ev_n[i]] = vm / (double)k;
+      ev_samples[i * (size_t)cap + (size_t)ev_n[i]++] = v / (double)k;
     }
     double elapsed = opf_now() - start;
     if (n >= cap) break;
@@ -455,14 +521,25 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
   r->max_rss_bytes = (uint64_t)ru1.ru_maxrss * 1024;
   r->minor_faults = (double)(ru1.ru_minflt - ru0.ru_minflt) / calls;
   r->major_faults = (double)(ru1.ru_majflt - ru0.ru_majflt) / calls;
+  opf_stats cpu_st;
+  opf_stats_compute(r->cpu_samples, n, &cpu_st);
   for (size_t i = 0; i < nev; i++) {
     opf_event_result *er = &r->events[i];
-    if (er->status == OPF_EV_NOT_SUPPORTED || er->status == OPF_EV_CONFIG_ERROR) continue;
+    if (er->status == OPF_EV_NOT_SUPPORTED || er->status == OPF_EV_CONFIG_ERROR ||
+        er->status == OPF_EV_NOT_COUNTED)
+      continue;
+    er->n_partial = ev_partial[i];
+    er->residual = ev_resid[i];
     if (!ev_n[i]) {
       er->status = OPF_EV_NOT_COUNTED;
+      snprintf(er->reason, sizeof er->reason, "%s",
+               ev_partial[i] ? "its group never had a counter on a thread that ran"
+                             : "never read a value while measuring");
       continue;
     }
     opf_stats es;
+    opf_stats_compute(ev_main + i * (size_t)cap, ev_n[i], &es);
+    er->main_per_call = es.median;
     opf_stats_compute(ev_samples + i * (size_t)cap, ev_n[i], &es);
     er->has_value = 1;
     er->per_call = es.median;
@@ -474,6 +551,21 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
       er->n_raw = ev_n[i];
     }
     er->status = er->running_pct >= 99.9 ? OPF_EV_COUNTED : OPF_EV_SCALED;
+    if (ev_partial[i]) {
+      er->status = OPF_EV_PARTIAL;
+      snprintf(er->reason, sizeof er->reason,
+               "%d of %d samples left out: a thread ran while the group had no counter",
+               ev_partial[i], ev_partial[i] + ev_n[i]);
+    }
+    /* Thread coverage check: task-clock summed over the counted threads against the process
+     * CPU time of the same samples (only where the harness's reads are negligible). */
+    if (!strcmp(er->kind, "task-clock") && cpu_st.median * (double)k >= 1e-3 &&
+        er->per_call < 0.9e9 * cpu_st.median) {
+      er->status = OPF_EV_PARTIAL;
+      snprintf(er->reason, sizeof er->reason,
+               "covers %.0f%% of the process CPU time: threads not counted",
+               100.0 * er->per_call / (1e9 * cpu_st.median));
+    }
   }
   r->status = OPF_ST_OK;
   if (s->save_dir[0] && save_tensors(s, c, pass, 1, r, &err)) {
@@ -481,12 +573,16 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
     snprintf(r->message, sizeof r->message, "%.500s", err.msg);
   }
   if (hk && hk->case_end) hk->case_end(hk->ctx, r);
+  opf_pmu_snap_free(sa);
+  opf_pmu_snap_free(sb);
   free(ev_samples);
   free(fl.buf);
   opf_case_release(c);
   return OPF_OK;
 
 kernel_failed:
+  opf_pmu_snap_free(sa);
+  opf_pmu_snap_free(sb);
   free(ev_samples);
   free(fl.buf);
   r->status = OPF_ST_ERROR;

@@ -49,9 +49,11 @@ int opf_metric_value(const opf_result *r, int i, double *v) {
     return 1;
   }
   const opf_event_result *n = find_kind(r, d->num), *m = find_kind(r, d->den);
-  /* Ratios of counters only within one group: counts scheduled at different times do not
-   * describe the same instructions. */
-  if (!n || !m || n->group != m->group || n->group < 0 || !(m->per_call > 0)) return 0;
-  *v = n->per_call / m->per_call * d->scale;
+  /* Ratios of counters only within one group (counts scheduled at different times do not
+   * describe the same instructions) and of one privilege level, as a ratio of sums over the
+   * same samples (a group's members are read in the same samples), not of two medians. */
+  if (!n || !m || n->group != m->group || n->group < 0 || !(m->mean_per_call > 0)) return 0;
+  if (strcmp(n->plm, m->plm) != 0) return 0;
+  *v = n->mean_per_call / m->mean_per_call * d->scale;
   return 1;
 }

@@ -20,7 +20,7 @@ static int cmp_double(const void *a, const void *b) {
 /* One sample of the harness on an empty operator, as opf_measure does it: snapshot, clock,
  * (no call), clock, snapshot. */
 static inline double empty_sample(opf_pmu *pmu, opf_pmu_snap *sa, opf_pmu_snap *sb) {
-  if (pmu) opf_pmu_read(pmu, sa);
+  if (pmu) opf_pmu_read_begin(pmu, sa);
   double b = opf_now();
   double e = opf_now();
   if (pmu) opf_pmu_read(pmu, sb);
@@ -29,18 +29,25 @@ static inline double empty_sample(opf_pmu *pmu, opf_pmu_snap *sa, opf_pmu_snap *
 
 /* Median over rounds of the mean time of PER_ROUND consecutive samples. */
 static double per_sample(opf_pmu *pmu) {
-  opf_pmu_snap sa, sb;
+  opf_pmu_snap *sa = pmu ? opf_pmu_snap_new() : NULL, *sb = pmu ? opf_pmu_snap_new() : NULL;
+  if (pmu && (!sa || !sb)) {
+    opf_pmu_snap_free(sa);
+    opf_pmu_snap_free(sb);
+    return NAN;
+  }
   volatile double sink = 0;
-  for (int i = 0; i < PER_ROUND; i++) sink += empty_sample(pmu, &sa, &sb); /* warm up */
+  for (int i = 0; i < PER_ROUND; i++) sink += empty_sample(pmu, sa, sb); /* warm up */
   double per[MAX_ROUNDS];
   int n = 0;
   double start = opf_now();
   while (n < MAX_ROUNDS && (n < MIN_ROUNDS || opf_now() - start < ROUND_BUDGET_S)) {
     double t0 = opf_now();
-    for (int i = 0; i < PER_ROUND; i++) sink += empty_sample(pmu, &sa, &sb);
+    for (int i = 0; i < PER_ROUND; i++) sink += empty_sample(pmu, sa, sb);
     per[n++] = (opf_now() - t0) / PER_ROUND;
   }
   (void)sink;
+  opf_pmu_snap_free(sa);
+  opf_pmu_snap_free(sb);
   qsort(per, (size_t)n, sizeof per[0], cmp_double);
   return n % 2 ? per[n / 2] : 0.5 * (per[n / 2 - 1] + per[n / 2]);
 }
@@ -71,11 +78,12 @@ int opf_overhead_measure(const char *const *presets, int n, double *out_per_samp
     if (rc != OPF_OK) return rc;
     opf_err oerr;
     if (opf_pmu_open(p, &oerr) == OPF_OK && opf_pmu_n_open(p) > 0) {
-      opf_pmu_snap s;
-      if (opf_pmu_read(p, &s) == OPF_OK) { /* a set that cannot be read is absent too */
+      opf_pmu_snap *s = opf_pmu_snap_new();
+      if (s && opf_pmu_read(p, s) == OPF_OK) { /* a set that cannot be read is absent too */
         double v = per_sample(p);
         if (isfinite(v) && v > 0) out_per_sample[i] = v;
       }
+      opf_pmu_snap_free(s);
     }
     opf_pmu_free(p);
   }

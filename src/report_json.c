@@ -54,6 +54,13 @@ static cJSON *context_json(const opf_context *c) {
   if (c->perf_event_paranoid == -99) cJSON_AddNullToObject(perf, "perf_event_paranoid");
   else cJSON_AddNumberToObject(perf, "perf_event_paranoid", c->perf_event_paranoid);
   cJSON_AddStringToObject(perf, "pmus_detected", c->pmus);
+  cJSON_AddStringToObject(perf, "groups", c->pmu_note);
+  cJSON_AddStringToObject(perf, "omp_wait_policy", c->omp_wait);
+  cJSON_AddStringToObject(perf, "counting",
+                          "per thread of the process (threads created later are inherited), "
+                          "summed and scaled per thread; user space only unless ':k' was "
+                          "asked (context-switches and cpu-migrations count kernel mode); the "
+                          "harness's own count, the median of 15 empty windows, is subtracted");
   cJSON *evs = cJSON_AddArrayToObject(perf, "counters");
   for (int i = 0; i < c->n_events; i++) {
     const opf_pmu_event *e = &c->events[i];
@@ -65,6 +72,8 @@ static cJSON *context_json(const opf_context *c) {
     if (!strncmp(e->name, "sim:", 4)) cJSON_AddTrueToObject(k, "simulated"); /* --backend callgrind */
     if (e->err) cJSON_AddNumberToObject(k, "errno", e->err);
     if (e->reason[0]) cJSON_AddStringToObject(k, "reason", e->reason);
+    if (e->plm[0]) cJSON_AddStringToObject(k, "privilege", e->plm);
+    if (e->downgraded) cJSON_AddTrueToObject(k, "kernel_refused");
     cJSON_AddItemToArray(evs, k);
   }
   cJSON *blas = cJSON_AddObjectToObject(o, "blas");
@@ -191,8 +200,12 @@ static cJSON *result_json(const opf_result *r) {
       cJSON_AddNumberToObject(k, "per_call", ev->per_call);
       cJSON_AddNumberToObject(k, "mean_per_call", ev->mean_per_call);
       cJSON_AddNumberToObject(k, "running_pct", ev->running_pct);
+      cJSON_AddNumberToObject(k, "main_thread_per_call", ev->main_per_call);
+      cJSON_AddNumberToObject(k, "harness_residual_per_sample", ev->residual);
       if (ev->raw) cJSON_AddItemToObject(k, "raw", cJSON_CreateDoubleArray(ev->raw, ev->n_raw));
     }
+    if (ev->n_partial) cJSON_AddNumberToObject(k, "partial_samples", ev->n_partial);
+    if (ev->plm[0]) cJSON_AddStringToObject(k, "privilege", ev->plm);
     if (ev->err) cJSON_AddNumberToObject(k, "errno", ev->err);
     if (ev->reason[0]) cJSON_AddStringToObject(k, "reason", ev->reason);
     cJSON_AddItemToArray(cs, k);
@@ -342,6 +355,7 @@ static int gbench_end(opf_emitter *e) {
   cJSON_AddStringToObject(ctx, "executable", c->command);
   cJSON_AddNumberToObject(ctx, "num_cpus", c->cpus_online);
   cJSON_AddNumberToObject(ctx, "mhz_per_cpu", c->mhz);
+  cJSON_AddStringToObject(ctx, "mhz_source", c->mhz_source);
   cJSON_AddBoolToObject(ctx, "cpu_scaling_enabled", 0);
   cJSON *caches = cJSON_AddArrayToObject(ctx, "caches");
   for (int i = 0; i < c->n_caches; i++) {

@@ -95,6 +95,27 @@ static void print_header(const opf_emitter *e, FILE *f, int md) {
   if (hw_missing)
     fprintf(f, "%sno value is shown for these counters; software events and --backend callgrind (simulated counts) still work%s\n",
             md ? "- " : "", md ? "" : "; `opperf events` shows what opens here");
+  int live = 0, kernel = 0;
+  for (int i = 0; i < c->n_events; i++) {
+    const opf_pmu_event *ev = &c->events[i];
+    if (ev->status != OPF_EV_COUNTED || !strncmp(ev->name, "sim:", 4)) continue;
+    live = 1;
+    kernel |= strstr(ev->plm, "kernel") != NULL;
+    if (ev->downgraded)
+      fprintf(f, "%scounter %s: %s\n", md ? "- " : "", ev->name, ev->reason);
+  }
+  if (live) {
+    fprintf(f, "%scounters: per call, summed over every thread of the process (threads created later "
+               "included) and scaled per thread; user space only%s; the harness's own count "
+               "(median of 15 empty windows) is subtracted\n",
+            md ? "- " : "",
+            kernel ? " except context-switches, cpu-migrations and ':k' events (kernel mode too)"
+                   : " (add ':k' for kernel mode)");
+    if (c->pmu_note[0]) fprintf(f, "%s%s\n", md ? "- " : "", c->pmu_note);
+    if (c->omp_wait[0] && s->threads > 1)
+      fprintf(f, "%sOpenMP wait policy %s (main-thread counts in JSON exclude the workers)\n",
+              md ? "- " : "", c->omp_wait);
+  }
   fputc('\n', f);
 }
 
@@ -185,7 +206,9 @@ static int text_render(opf_emitter *e, int md) {
         if (ev->status == OPF_EV_NOT_COUNTED) opf_textable_cell(t, C_EV0 + i, "not counted");
         continue;
       }
-      const char *mark = ev->status == OPF_EV_SCALED ? " (scaled)" : "";
+      const char *mark = ev->status == OPF_EV_SCALED    ? " (scaled)"
+                         : ev->status == OPF_EV_PARTIAL ? " (partial)"
+                                                        : "";
       if (is_time_event(ev->name))
         opf_textable_cell(t, C_EV0 + i, "%s%s", opf_fmt_time(ev->per_call * 1e-9, b, sizeof b), mark);
       else if (r->simulated) /* simulated counts: exact integers per sample, no exponent */

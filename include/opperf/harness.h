@@ -149,6 +149,14 @@ typedef struct opf_event_result {
   double running_pct;   /* share of the measured time the event was counting */
   double *raw;          /* count per call of each sample that read it (owned), n_raw of them */
   int n_raw;
+  double main_per_call; /* the calling thread alone (plus threads it created after the open):
+                           median per call; excludes the OpenMP workers' share (their spinning) */
+  double residual;      /* the harness's own count per sample, measured on empty windows
+                           (median of 15) and subtracted from every sample before the per-call
+                           division; 0 when none was measured */
+  int n_partial;        /* samples left out: a thread ran while this event's group had no
+                           counter (never extrapolated); status OPF_EV_PARTIAL when > 0 */
+  char plm[12];         /* privilege level counted: "user", "user+kernel", "kernel" */
 } opf_event_result;
 
 /* --profile (src/profile.c): the hottest functions of a case's measured samples. */

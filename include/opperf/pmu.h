@@ -11,14 +11,15 @@
 #include "opperf/error.h"
 
 #define OPF_PMU_MAX_EVENTS 32
-#define OPF_PMU_MAX_THREADS 64
 
 typedef enum opf_ev_status {
   OPF_EV_COUNTED = 0,   /* counted for the whole measured time */
   OPF_EV_SCALED,        /* multiplexed: value scaled by enabled/running */
   OPF_EV_NOT_COUNTED,   /* opened, but never scheduled while measuring (running == 0) */
   OPF_EV_NOT_SUPPORTED, /* could not be opened here: see err and reason */
-  OPF_EV_CONFIG_ERROR   /* libpfm4 could not encode the name */
+  OPF_EV_CONFIG_ERROR,  /* libpfm4 could not encode the name */
+  OPF_EV_PARTIAL        /* some samples or threads were not counted: the value comes from the
+                           samples where every thread that ran was counted (see n_partial) */
 } opf_ev_status;
 const char *opf_ev_status_name(opf_ev_status s); /* "counted", "scaled", ... */
 
@@ -31,14 +32,38 @@ typedef struct opf_pmu_event {
   opf_ev_status status; /* set by open; COUNTED until a measurement says otherwise */
   int err;             /* errno of the failed perf_event_open, 0 otherwise */
   char reason[192];    /* plain reason when not supported / config error */
+  char plm[12];        /* privilege level counted, after open: "user", "user+kernel", "kernel" */
+  int downgraded;      /* kernel counting was refused: counts user space only (see reason) */
 } opf_pmu_event;
 
-/* A snapshot of every event: raw value summed over threads, and time enabled / running. */
-typedef struct opf_pmu_snap {
-  uint64_t value[OPF_PMU_MAX_EVENTS];
-  uint64_t enabled[OPF_PMU_MAX_EVENTS];
-  uint64_t running[OPF_PMU_MAX_EVENTS];
-} opf_pmu_snap;
+/* A snapshot of every event on every counted thread: raw value, time enabled and time running
+ * per (thread, event), as the kernel returned them. Opaque: its size follows the number of
+ * threads of the open (no fixed thread limit). Allocate once, reuse for every read. */
+typedef struct opf_pmu_snap opf_pmu_snap;
+opf_pmu_snap *opf_pmu_snap_new(void);
+void opf_pmu_snap_free(opf_pmu_snap *s);
+/* Copies src into dst (dst grows as needed). Returns OPF_OK or OPF_ENOMEM. */
+int opf_pmu_snap_copy(opf_pmu_snap *dst, const opf_pmu_snap *src);
+/* Event i's raw value, enabled and running summed over threads (diagnostics; never scale these:
+ * scaling is per thread, see opf_pmu_delta_ex). Returns OPF_OK or OPF_EINVAL. */
+int opf_pmu_snap_raw(const opf_pmu_snap *s, size_t i, uint64_t *value, uint64_t *enabled,
+                     uint64_t *running);
+
+/* The difference of one event between two snapshots. */
+typedef enum opf_pmu_dstate {
+  OPF_DV_NONE = 0,    /* not open, snapshots of another open, out of order, or never ran */
+  OPF_DV_OK = 1,      /* every thread that ran had the event on a counter part of the time */
+  OPF_DV_PARTIAL = 2  /* a thread ran while this event's group was never on a counter: value
+                         holds the other threads only, never extrapolated to the missing one */
+} opf_pmu_dstate;
+typedef struct opf_pmu_dval {
+  double value;        /* sum over threads of delta_t * enabled_t / running_t */
+  double main_value;   /* the same for thread 0 alone: the thread that opened (the harness's
+                          caller) plus threads it created after the open (inherited) */
+  double frac_running; /* sum of running / sum of enabled over threads (1: never multiplexed) */
+  int threads;         /* threads whose event was enabled in the window */
+  int threads_not_run; /* of those, threads where it never ran (PARTIAL) */
+} opf_pmu_dval;
 
 /* Replaceable system calls, for fault-injection tests (NULL members use the real ones). */
 typedef struct opf_pmu_sys {
@@ -54,8 +79,16 @@ typedef struct opf_pmu opf_pmu;
  * means no counters. A name libpfm4 cannot encode: returns OPF_ECONFIG with a message naming
  * it and libpfm4's reason. sys may be NULL. */
 int opf_pmu_create(opf_pmu **out, const char *events, const opf_pmu_sys *sys, opf_err *err);
-/* Open the events on every thread of this process that exists now (/proc/self/task). Events
- * that fail get OPF_EV_NOT_SUPPORTED with errno and reason; never an error for that alone. */
+/* Open the events on every thread of this process that exists now (/proc/self/task), with
+ * inherit set so threads those threads create later are counted too (their counts are added to
+ * their creator's). Hardware events are planned in groups no larger than the core PMU's
+ * counters (less the NMI watchdog's); a member the kernel refuses (EINVAL) moves to a further
+ * group; after the open, hardware groups are probed on the calling thread, and a group that is
+ * enabled but never gets a counter (time_running stays 0, as when the NMI watchdog holds one)
+ * is split in two and reopened, as perf stat does with weak groups; a single event that never
+ * runs ends OPF_EV_NOT_COUNTED with the reason. Events that fail get OPF_EV_NOT_SUPPORTED with
+ * errno and reason; never an error for that alone. Raises RLIMIT_NOFILE's soft limit to the hard
+ * one when the thread count needs it. */
 int opf_pmu_open(opf_pmu *p, opf_err *err);
 void opf_pmu_close(opf_pmu *p);
 void opf_pmu_free(opf_pmu *p);
@@ -63,15 +96,33 @@ size_t opf_pmu_count(const opf_pmu *p);
 const opf_pmu_event *opf_pmu_event_at(const opf_pmu *p, size_t i);
 /* Number of events that opened (0: nothing to read). */
 size_t opf_pmu_n_open(const opf_pmu *p);
-/* Snapshot all open groups; cheap enough to call at every sample begin and end. (From the
- * thread that opened, hardware groups may be read with rdpmc: see "rdpmc" below; take both
- * snapshots of a pair on the same thread.) */
+/* Number of threads the counters were opened on (threads created later are inherited). */
+int opf_pmu_n_threads(const opf_pmu *p);
+/* Snapshot all open groups, as the end of a measured window: the calling thread's groups are
+ * read first, then the other threads'. opf_pmu_read_begin reads the other threads first and
+ * the caller's last, so the caller's own counts hold as little of the reading as possible.
+ * (From the thread that opened, hardware groups may be read with rdpmc: see "rdpmc" below.) */
 int opf_pmu_read(opf_pmu *p, opf_pmu_snap *s);
-/* Scaled delta of event i between two snapshots: raw delta * d_enabled / d_running.
- * *frac_running gets d_running / d_enabled (1 = counted all the time). Returns 0 when the event
- * did not run (running delta 0) or is not open, 1 when *value is valid. */
+int opf_pmu_read_begin(opf_pmu *p, opf_pmu_snap *s);
+/* Event i between two snapshots of the same open, scaled per thread. Returns the state; d may
+ * be NULL. */
+opf_pmu_dstate opf_pmu_delta_ex(const opf_pmu *p, size_t i, const opf_pmu_snap *a,
+                                const opf_pmu_snap *b, opf_pmu_dval *d);
+/* Shorthand: *value and *frac_running of opf_pmu_delta_ex; returns 1 for OPF_DV_OK only (a
+ * partial delta is not a value), else 0 with both set to 0. */
 int opf_pmu_delta(const opf_pmu *p, size_t i, const opf_pmu_snap *a, const opf_pmu_snap *b,
                   double *value, double *frac_running);
+/* The plan of the last open, one line: hardware group capacity and where it came from, e.g.
+ * "hardware groups of at most 5 events (amd64_fam1ah_zen5: 6 counters, 1 held by the NMI
+ * watchdog)"; splits made; inherit. "" before an open. */
+const char *opf_pmu_group_note(const opf_pmu *p);
+/* What an event's privilege level counts: "user" (exclude_kernel, the default), "user+kernel",
+ * "kernel". */
+const char *opf_pmu_event_plm(const opf_pmu *p, size_t i);
+/* What a generic event counts on this CPU's vendor ("L1D.REPLACEMENT: lines brought into the
+ * L1D, demand and prefetch"), or NULL when opperf has nothing to add. vendor: "intel", "amd",
+ * "arm"; NULL means this machine's. */
+const char *opf_pmu_kind_note(const char *kind, const char *vendor);
 /* The generic event an encoding counts: "cycles", "instructions", "branches",
  * "branch-misses", "l1d-loads", "l1d-load-misses", "llc-load-misses", "dtlb-load-misses",
  * "task-clock", ...; NULL for model-specific events. */
@@ -106,6 +157,7 @@ typedef struct opf_pfm_pmu_desc {
   char desc[128];
   int n_events;
   int is_core;     /* PFM_PMU_TYPE_CORE: the CPU's core PMU */
+  int n_counters;  /* libpfm4's generic + fixed counters (0 if it does not say) */
 } opf_pfm_pmu_desc;
 /* The PMUs libpfm4 detects as present, in libpfm4's order. Stores up to max in out and
  * returns how many there are (may exceed max), or a negative OPF_E* code. */

@@ -23,7 +23,8 @@ typedef struct opf_context {
   char tool_version[32], git_hash[32], build_type[32], compiler[64], cflags[256];
   char cpu_model[128];
   int cpus_online;
-  double mhz;                /* "cpu MHz" of /proc/cpuinfo (0 when absent) */
+  double mhz;                /* nominal (base) frequency, MHz; 0 when unknown */
+  char mhz_source[64];       /* where mhz came from (cpufreq base, model name, TSC rate) */
   int n_caches;
   opf_cache_info caches[8];
   uint64_t mem_total;
@@ -51,6 +52,8 @@ typedef struct opf_context {
     char what[32];           /* "timer", "sw", "core", ... */
     double per_sample_s;
   } overhead[8];
+  char pmu_note[256];        /* how the counters were grouped and which threads they cover */
+  char omp_wait[160];        /* OpenMP wait policy: spinning workers add to summed counters */
   int n_events;              /* counters requested, and whether they opened */
   opf_pmu_event events[OPF_PMU_MAX_EVENTS];
   int n_build_ids;           /* GNU build-ids: the executable, libopenblas, every plugin */

@@ -24,6 +24,9 @@ int cli_compare_print(const char *base, const char *cur, const struct opf_cmp_op
 
 /* Print "opperf: <message>" to stderr and return EXIT_USAGE. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A comma-separated option value with no empty item ("", "a,,b", "a," are refused): 0, or
+ * prints the usage error naming opt and returns EXIT_USAGE. */
+int cli_check_list(const char *list, const char *opt);
 /* Exit status for a library error code: bad input of any kind is a usage error (2). */
 int cli_status(int code);
 /* "unknown operator 'ad'; did you mean 'add'?" */

@@ -16,7 +16,7 @@ enum { TYPE_SOFTWARE = 1 }; /* perf_event_attr.type of software events (kernel A
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: opperf events [--all] [EVENT|PRESET ...]\n\n"
+          "usage: opperf events [--all] [-e LIST] [EVENT|PRESET ...]\n\n"
           "Shows which performance counters work on this machine: the PMUs libpfm4 detects,\n"
           "the presets with their events, and for each preset or event (default: every\n"
           "preset) whether it opens and counts here, over a %.0f ms busy loop on this thread,\n"
@@ -24,6 +24,10 @@ static void usage(FILE *f) {
           "seccomp, fd limit, not supported by this CPU), libpfm4's fully qualified name and\n"
           "perf_event_attr type:config. The last line is the verdict on hardware counters.\n\n"
           "  --all      also list every event libpfm4 knows for the detected PMUs\n"
+          "  -e, --events LIST\n"
+          "             probe LIST as ONE set, exactly as `opperf run --events LIST` opens it\n"
+          "             (same groups, splits and statuses); names given without -e are\n"
+          "             probed one set each\n"
           "  EVENT      a libpfm4 or perf(1) name: cycles, perf::PERF_COUNT_HW_CACHE_MISSES,\n"
           "             L1-dcache-load-misses, r003c, skx::UOPS_ISSUED:ANY\n"
           "  PRESET     sw, core, cache, tlb, branch, topdown\n\n"
@@ -139,19 +143,22 @@ static void errno_str(int e, char *buf, size_t n) {
 static void probe_set(opf_textable *t, const char *token, opf_pmu *p, tally *ty) {
   opf_err err;
   int orc = opf_pmu_open(p, &err);
-  opf_pmu_snap a, b;
-  int live = orc == OPF_OK && opf_pmu_n_open(p) > 0 && opf_pmu_read(p, &a) == OPF_OK;
+  opf_pmu_snap *a = opf_pmu_snap_new(), *b = opf_pmu_snap_new();
+  int live = a && b && orc == OPF_OK && opf_pmu_n_open(p) > 0 && opf_pmu_read(p, a) == OPF_OK;
   const char *note = opf_pmu_rdpmc_note(p);
   if (live && !strstr(note, "no hardware events") && ty->n_notes < 64)
-    snprintf(ty->notes[ty->n_notes++], sizeof ty->notes[0], "  %-8s %s", token, note + 7);
+    snprintf(ty->notes[ty->n_notes++], sizeof ty->notes[0], "  %-8.40s %s", token, note + 7);
+  if (live && opf_pmu_group_note(p)[0] && strstr(opf_pmu_group_note(p), "at most") && ty->n_notes < 64)
+    snprintf(ty->notes[ty->n_notes++], sizeof ty->notes[0], "  %-8.40s %s", token,
+             opf_pmu_group_note(p));
   if (live) {
     busy(PROBE_S);
-    live = opf_pmu_read(p, &b) == OPF_OK;
+    live = opf_pmu_read(p, b) == OPF_OK;
   }
   for (size_t i = 0; i < opf_pmu_count(p); i++) {
     const opf_pmu_event *e = opf_pmu_event_at(p, i);
     double v = 0, frac = 0;
-    int has = live && opf_pmu_delta(p, i, &a, &b, &v, &frac);
+    int has = live && opf_pmu_delta(p, i, a, b, &v, &frac);
     char status[48], count[32] = "", tc[48] = "", why[320] = "";
     if (e->status != OPF_EV_COUNTED) {
       snprintf(status, sizeof status, "%s", opf_ev_status_name(e->status));
@@ -180,11 +187,16 @@ static void probe_set(opf_textable *t, const char *token, opf_pmu *p, tally *ty)
     opf_textable_cell(t, 4, "%s", tc);
     opf_textable_cell(t, 5, "%s", why);
     opf_textable_cell(t, 6, "%s", e->fstr[0] ? e->fstr : "-");
+    opf_textable_cell(t, 7, "%s", e->plm[0] && e->status != OPF_EV_NOT_SUPPORTED ? e->plm : "");
+    const char *kn = opf_pmu_kind_note(opf_pmu_kind(e->type, e->config), NULL);
+    opf_textable_cell(t, 8, "%s", e->fstr[0] && kn ? kn : "");
     if (e->fstr[0] && e->type != TYPE_SOFTWARE && seen_add(&ty->hw, e->fstr)) {
       ty->hw_total++;
       ty->hw_open += e->status == OPF_EV_COUNTED;
     }
   }
+  opf_pmu_snap_free(a);
+  opf_pmu_snap_free(b);
   opf_pmu_close(p);
 }
 
@@ -239,13 +251,19 @@ static void verdict(const tally *ty) {
 int cmd_events(int argc, char **argv) {
   int all = 0;
   static const struct option opts[] = {
-      {"all", no_argument, 0, 'a'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+      {"all", no_argument, 0, 'a'}, {"events", required_argument, 0, 'e'},
+      {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+  const char *run_set = NULL;
   int ch;
   optind = 1;
   opterr = 0;
-  while ((ch = getopt_long(argc, argv, "+ah", opts, NULL)) != -1) {
+  while ((ch = getopt_long(argc, argv, "+ahe:", opts, NULL)) != -1) {
     switch (ch) {
     case 'a': all = 1; break;
+    case 'e':
+      if (cli_check_list(optarg, "--events") != 0) return EXIT_USAGE;
+      run_set = optarg;
+      break;
     case 'h': usage(stdout); return EXIT_OK;
     default:
       return cli_usage_error("events: unknown option '%s' (see opperf events -h)",
@@ -257,7 +275,10 @@ int cmd_events(int argc, char **argv) {
   const char *tokens[MAX_SETS];
   static char words[MAX_SETS][256];
   int n_tok = 0;
-  if (optind < argc) { /* "sw core" and "sw,core" alike, as --events takes them */
+  if (run_set) {
+    if (optind < argc) return cli_usage_error("events: give names either with -e or as arguments");
+    tokens[n_tok++] = run_set;
+  } else if (optind < argc) { /* "sw core" and "sw,core" alike, as --events takes them */
     for (int i = optind; i < argc; i++) {
       const char *a = argv[i];
       while (*a) {
@@ -305,7 +326,7 @@ int cmd_events(int argc, char **argv) {
   else
     printf("events (perf_event_paranoid=%d; ", par);
   printf("opened on this thread, counted over a %.0f ms busy loop):\n", PROBE_S * 1e3);
-  opf_textable *t = opf_textable_new(7);
+  opf_textable *t = opf_textable_new(9);
   if (!t) {
     for (int i = 0; i < n_tok; i++) opf_pmu_free(sets[i]);
     return cli_usage_error("out of memory");
@@ -317,6 +338,8 @@ int cmd_events(int argc, char **argv) {
   opf_textable_header(t, 4, "type:config", 0);
   opf_textable_header(t, 5, "reason", 0);
   opf_textable_header(t, 6, "libpfm4 name", 0);
+  opf_textable_header(t, 7, "privilege", 0);
+  opf_textable_header(t, 8, "what it counts here", 0);
   static tally ty;
   memset(&ty, 0, sizeof ty);
   for (int i = 0; i < n_tok; i++) {

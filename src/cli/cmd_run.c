@@ -364,6 +364,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       break;
     case O_EVENTS:
       if (strlen(optarg) >= sizeof o->s.events) return cli_usage_error("--events list is too long");
+      if (cli_check_list(optarg, "--events")) return EXIT_USAGE;
       snprintf(o->s.events, sizeof o->s.events, "%s", strcmp(optarg, "none") ? optarg : "");
       break;
     case O_FORMAT: if (parse_formats(o, optarg)) return 2; break;

@@ -142,6 +142,7 @@ static int parse_args(int argc, char **argv, sweep_opts *o) {
     case O_CACHE: o->caches = optarg; break;
     case O_EVENTS:
       if (strlen(optarg) >= sizeof o->s.events) return cli_usage_error("--events list is too long");
+      if (cli_check_list(optarg, "--events")) return EXIT_USAGE;
       snprintf(o->s.events, sizeof o->s.events, "%s", strcmp(optarg, "none") ? optarg : "");
       break;
     case O_BACKEND: if (cli_backend_parse(optarg, &o->backend)) return 2; break;
@@ -430,7 +431,8 @@ static void render_table(FILE *f, int md, const sweep_state *st, const sweep_poi
     fprintf(f, "opperf sweep %s: %s, %s; %s, %d CPUs, %d thread%s\n", op, what, opf_dtype_name(dt), ctx->cpu_model,
             ctx->cpus_online, ctx->settings.threads, ctx->settings.threads == 1 ? "" : "s");
     if (st->any_cyc_est)
-      fprintf(f, "cycles/elem estimated from task-clock x %.0f MHz (no cycles counter)\n", ctx->mhz);
+      fprintf(f, "cycles/elem estimated from task-clock x %.0f MHz, the nominal frequency (%s; no cycles counter)\n",
+              ctx->mhz, ctx->mhz_source);
     if (nrows && rows[0].simulated)
       fprintf(f, "misses simulated by callgrind (times under valgrind are not real: not shown)\n");
     if (ctx->interrupted) fprintf(f, "interrupted: the shapes measured before Ctrl-C\n");

@@ -19,6 +19,19 @@ int cli_usage_error(const char *fmt, ...) {
   return EXIT_USAGE;
 }
 
+int cli_check_list(const char *list, const char *opt) {
+  if (!list || !*list) return cli_usage_error("%s: empty list", opt);
+  for (const char *s = list;; s++) {
+    const char *e = strchr(s, ',');
+    size_t l = e ? (size_t)(e - s) : strlen(s);
+    size_t k = 0;
+    while (k < l && (s[k] == ' ' || s[k] == '\t')) k++;
+    if (k == l) return cli_usage_error("%s: empty item in '%s'", opt, list);
+    if (!e) return 0;
+    s = e;
+  }
+}
+
 int cli_status(int code) { return code == OPF_OK ? EXIT_OK : code == OPF_EKERNEL ? EXIT_FAILED : EXIT_USAGE; }
 
 int cli_unknown_op(const char *name) {

@@ -3,6 +3,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -72,4 +73,26 @@ void ts_expect_shape(const char *name, const char *spec, int in, int idx, const 
   opf_shape_str(in ? &c.in[idx] : &c.out[idx], got, sizeof got);
   if (strcmp(got, want))
     fail_msg("%s [%s]: %s %d is %s, expected %s", name, spec, in ? "input" : "output", idx, got, want);
+}
+
+static opf_pmu_snap *g_snaps[4096];
+static int g_n_snaps;
+static void free_snaps(void) {
+  for (int i = 0; i < g_n_snaps; i++) opf_pmu_snap_free(g_snaps[i]);
+  g_n_snaps = 0;
+}
+
+opf_pmu_snap *ts_snap(void) {
+  if (g_n_snaps == 0) atexit(free_snaps);
+  assert_true(g_n_snaps < (int)(sizeof g_snaps / sizeof g_snaps[0]));
+  opf_pmu_snap *s = opf_pmu_snap_new();
+  assert_non_null(s);
+  g_snaps[g_n_snaps++] = s;
+  return s;
+}
+
+uint64_t ts_raw(const opf_pmu_snap *s, size_t i, int what) {
+  uint64_t v[3] = {0, 0, 0};
+  assert_int_equal(opf_pmu_snap_raw(s, i, &v[0], &v[1], &v[2]), OPF_OK);
+  return v[what];
 }

@@ -1,5 +1,5 @@
 /* test_support.h: helpers shared by the cmocka tests: tensor comparison with dtype-aware
- * tolerances, and building a ready case for an operator. */
+ * tolerances, building a ready case for an operator, counter snapshots. */
 #ifndef OPPERF_TEST_SUPPORT_H
 #define OPPERF_TEST_SUPPORT_H
 #include <stddef.h>
@@ -26,4 +26,8 @@ void ts_expect_models(const char *name, opf_dtype dt, const char *spec, double f
 /* Shape of input idx (in != 0) or output idx of name resolved on spec (float32) must be want
  * ("AxB"). */
 void ts_expect_shape(const char *name, const char *spec, int in, int idx, const char *want);
+/* A counter snapshot that lives until the test process exits (freed then: no leak reports). */
+opf_pmu_snap *ts_snap(void);
+/* Event i's raw value (what 0), enabled (1) or running (2), summed over threads. */
+uint64_t ts_raw(const opf_pmu_snap *s, size_t i, int what);
 #endif

@@ -24,6 +24,8 @@ static void add_event(opf_result *r, const char *kind, int group, double v) {
   e->group = group;
   e->has_value = 1;
   e->per_call = v;
+  e->mean_per_call = v;
+  snprintf(e->plm, sizeof e->plm, "user");
   e->status = OPF_EV_COUNTED;
 }
 

@@ -102,6 +102,57 @@ static void test_unknown_model_event(void **state) {
   assert_null(p);
 }
 
+static int pmu_present(const char *name) {
+  opf_pfm_pmu_desc d[32];
+  int n = opf_pfm_pmus(d, 32);
+  for (int i = 0; i < n && i < 32; i++)
+    if (!strcmp(d[i].name, name)) return 1;
+  return 0;
+}
+
+/* An event of a PMU this CPU does not have (encodable only because LIBPFM_ENCODE_INACTIVE is
+ * set) never reaches perf_event_open: its raw code would count another event on the real PMU.
+ * Before: it was opened as PERF_TYPE_RAW with that code, status "counted". */
+static int g_raw_opens;
+static long raw_watch_open(void *attr, int pid, int cpu, int group_fd, unsigned long flags) {
+  (void)pid, (void)cpu, (void)group_fd, (void)flags;
+  opf_pmu_attr_view v;
+  opf_pmu_attr_view_decode(attr, &v);
+  if (v.type == T_RAW) g_raw_opens++;
+  return 900 + g_raw_opens; /* never read: nothing opens below */
+}
+static long raw_watch_read(int fd, void *buf, size_t n) {
+  (void)fd, (void)buf, (void)n;
+  return -1;
+}
+static int raw_watch_close(int fd) {
+  (void)fd;
+  return 0;
+}
+
+static void test_inactive_pmu_never_opened(void **state) {
+  (void)state;
+  const char *names[] = {"skl::INST_RETIRED:ANY_P", "amd64_fam19h_zen3::RETIRED_INSTRUCTIONS"};
+  const char *pmu[] = {"skl", "amd64_fam19h_zen3"};
+  for (int k = 0; k < 2; k++) {
+    if (pmu_present(pmu[k])) continue; /* this CPU really has it */
+    opf_pmu *p = NULL;
+    opf_err err;
+    opf_pmu_sys sys = {raw_watch_open, raw_watch_read, raw_watch_close};
+    assert_int_equal(opf_pmu_create(&p, names[k], &sys, &err), OPF_OK);
+    const opf_pmu_event *e = opf_pmu_event_at(p, 0);
+    assert_int_equal(e->status, OPF_EV_NOT_SUPPORTED);
+    assert_non_null(strstr(e->reason, "is not this CPU's"));
+    assert_true(strlen(e->fstr) > 0); /* the encoding stays visible */
+    g_raw_opens = 0;
+    assert_int_equal(opf_pmu_open(p, &err), OPF_OK);
+    assert_int_equal(g_raw_opens, 0);
+    assert_int_equal(opf_pmu_event_at(p, 0)->status, OPF_EV_NOT_SUPPORTED);
+    assert_int_equal(opf_pmu_n_open(p), 0);
+    opf_pmu_free(p);
+  }
+}
+
 /* The topdown preset's table: for every core PMU it names, the preset resolves to events
  * libpfm4 encodes, for that PMU. Spot checks from the vendors' tables: UOPS_ISSUED.ANY = event
  * 0EH umask 01H (Intel SDM vol. 3B, Skylake; Sapphire Rapids moved it to AEH), TOPDOWN.SLOTS =
@@ -139,12 +190,14 @@ static void test_topdown_tables(void **state) {
       const opf_pmu_event *e = opf_pmu_event_at(p, i);
       assert_string_equal(e->name, m[i]);
       assert_string_equal(e->name, pi.member[i]);
-      assert_int_equal(e->status, OPF_EV_COUNTED); /* encoded, to be opened */
       if (!strncmp(e->name, "perf::", 6)) {
+        assert_int_equal(e->status, OPF_EV_COUNTED); /* generic: to be opened */
         assert_int_equal(e->type, T_HARDWARE);
         continue;
       }
       assert_int_equal(e->type, T_RAW);
+      /* a PMU this CPU lacks: encoded for inspection, never to be opened */
+      if (!pmu_present(pmus[k])) assert_int_equal(e->status, OPF_EV_NOT_SUPPORTED);
       /* encoded by the named PMU, not by whatever libpfm4 would pick first */
       assert_memory_equal(e->fstr, pmus[k], strlen(pmus[k]));
       assert_memory_equal(e->fstr + strlen(pmus[k]), "::", 2);
@@ -172,6 +225,7 @@ int main(void) {
       cmocka_unit_test(test_golden_encodings),
       cmocka_unit_test(test_unknown_model_event),
       cmocka_unit_test(test_topdown_tables),
+      cmocka_unit_test(test_inactive_pmu_never_opened),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 
 #include "opperf/pmu.h"
 #include "pmu_internal.h"
+#include "test_support.h"
 
 static opf_pmu *create_ok(const char *events, const opf_pmu_sys *sys) {
   opf_pmu *p = NULL;
@@ -130,11 +131,12 @@ static void test_topdown_without_table(void **state) {
   assert_string_equal(e->name, "topdown");
   assert_int_equal(e->status, OPF_EV_NOT_SUPPORTED);
   assert_string_equal(e->reason, pi.note);
-  opf_pmu_snap a, b;
-  assert_int_equal(opf_pmu_read(p, &a), OPF_OK);
-  assert_int_equal(opf_pmu_read(p, &b), OPF_OK);
+  opf_pmu_snap *a = ts_snap();
+  opf_pmu_snap *b = ts_snap();
+  assert_int_equal(opf_pmu_read(p, a), OPF_OK);
+  assert_int_equal(opf_pmu_read(p, b), OPF_OK);
   double v = 1, f = 1;
-  assert_int_equal(opf_pmu_delta(p, 4, &a, &b, &v, &f), 0);
+  assert_int_equal(opf_pmu_delta(p, 4, a, b, &v, &f), 0);
   /* a second open keeps the reason */
   assert_int_equal(opf_pmu_open(p, NULL), OPF_OK);
   assert_int_equal(opf_pmu_event_at(p, 4)->status, OPF_EV_NOT_SUPPORTED);

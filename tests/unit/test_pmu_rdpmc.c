@@ -22,6 +22,7 @@
 
 #include "opperf/pmu.h"
 #include "pmu_internal.h"
+#include "test_support.h"
 
 /* ---- page arithmetic ---------------------------------------------------------------------- */
 
@@ -178,24 +179,25 @@ static void test_rdpmc_interleaved(void **state) {
   (void)state;
   opf_pmu *p = open_forced();
   if (!p) skip();
-  opf_pmu_snap s[9];
+  opf_pmu_snap *s[9];
+  for (int si_ = 0; si_ < 9; si_++) s[si_] = ts_snap();
   for (int r = 0; r < 9; r++) {
     if (r % 2)
-      assert_int_equal(opf_pmu_read_syscall(p, &s[r]), OPF_OK);
+      assert_int_equal(opf_pmu_read_syscall(p, s[r]), OPF_OK);
     else
-      assert_int_equal(opf_pmu_read(p, &s[r]), OPF_OK);
+      assert_int_equal(opf_pmu_read(p, s[r]), OPF_OK);
     if (r == 4) usleep(2000); /* a context switch: the page is rewritten */
     else busy_ns(200000);
   }
   for (int r = 1; r < 9; r++)
     for (int i = 0; i < 2; i++) {
-      if (s[r].value[i] < s[r - 1].value[i] || s[r].enabled[i] < s[r - 1].enabled[i] ||
-          s[r].running[i] < s[r - 1].running[i])
+      if (ts_raw(s[r], i, 0) < ts_raw(s[r - 1], i, 0) || ts_raw(s[r], i, 1) < ts_raw(s[r - 1], i, 1) ||
+          ts_raw(s[r], i, 2) < ts_raw(s[r - 1], i, 2))
         fail_msg("event %d not monotonic at read %d: value %llu -> %llu, enabled %llu -> %llu",
-                 i, r, (unsigned long long)s[r - 1].value[i], (unsigned long long)s[r].value[i],
-                 (unsigned long long)s[r - 1].enabled[i], (unsigned long long)s[r].enabled[i]);
+                 i, r, (unsigned long long)ts_raw(s[r - 1], i, 0), (unsigned long long)ts_raw(s[r], i, 0),
+                 (unsigned long long)ts_raw(s[r - 1], i, 1), (unsigned long long)ts_raw(s[r], i, 1));
       /* 200 us of busy loop in between: counted and timed */
-      assert_true(s[r].value[i] > s[r - 1].value[i]);
+      assert_true(ts_raw(s[r], i, 0) > ts_raw(s[r - 1], i, 0));
     }
   opf_pmu_free(p);
 }
@@ -207,22 +209,25 @@ static void test_rdpmc_agrees_with_read(void **state) {
   opf_pmu *p = open_forced();
   if (!p) skip();
   for (int with_sleep = 0; with_sleep <= 1; with_sleep++) {
-    opf_pmu_snap ra, ya, rb, yb;
-    assert_int_equal(opf_pmu_read(p, &ra), OPF_OK);
-    assert_int_equal(opf_pmu_read_syscall(p, &ya), OPF_OK);
+    opf_pmu_snap *ra = ts_snap();
+    opf_pmu_snap *ya = ts_snap();
+    opf_pmu_snap *rb = ts_snap();
+    opf_pmu_snap *yb = ts_snap();
+    assert_int_equal(opf_pmu_read(p, ra), OPF_OK);
+    assert_int_equal(opf_pmu_read_syscall(p, ya), OPF_OK);
     busy_ns(10000000);
     if (with_sleep) {
       usleep(3000);
       busy_ns(10000000);
     }
-    assert_int_equal(opf_pmu_read_syscall(p, &yb), OPF_OK);
-    assert_int_equal(opf_pmu_read(p, &rb), OPF_OK);
+    assert_int_equal(opf_pmu_read_syscall(p, yb), OPF_OK);
+    assert_int_equal(opf_pmu_read(p, rb), OPF_OK);
     for (size_t i = 0; i < 2; i++) {
       double vr, fr, vy, fy;
-      assert_int_equal(opf_pmu_delta(p, i, &ra, &rb, &vr, &fr), 1);
-      assert_int_equal(opf_pmu_delta(p, i, &ya, &yb, &vy, &fy), 1);
-      double dr = (double)(rb.running[i] - ra.running[i]);
-      double dy = (double)(yb.running[i] - ya.running[i]);
+      assert_int_equal(opf_pmu_delta(p, i, ra, rb, &vr, &fr), 1);
+      assert_int_equal(opf_pmu_delta(p, i, ya, yb, &vy, &fy), 1);
+      double dr = (double)(ts_raw(rb, i, 2) - ts_raw(ra, i, 2));
+      double dy = (double)(ts_raw(yb, i, 2) - ts_raw(ya, i, 2));
       print_message("%s%s: rdpmc %.0f (running %.3f ms, x%.4f), read() %.0f (running %.3f ms, "
                     "x%.4f)\n", opf_pmu_event_at(p, i)->name, with_sleep ? " (with sleep)" : "",
                     vr, dr / 1e6, fr, vy, dy / 1e6, fy);
@@ -238,13 +243,13 @@ static void test_rdpmc_agrees_with_read(void **state) {
 /* Another thread's opf_pmu_read never uses the opener's pages: same counts as read(). */
 typedef struct other_arg {
   opf_pmu *p;
-  opf_pmu_snap via_read, via_other;
+  opf_pmu_snap *via_read, *via_other;
   int rc;
 } other_arg;
 
 static void *other_main(void *arg) {
   other_arg *o = arg;
-  o->rc = opf_pmu_read(o->p, &o->via_other);
+  o->rc = opf_pmu_read(o->p, o->via_other);
   return NULL;
 }
 
@@ -256,26 +261,28 @@ static void test_rdpmc_other_thread_and_fork(void **state) {
   memset(&o, 0, sizeof o);
   o.p = p;
   o.rc = -1;
-  opf_pmu_snap before;
-  assert_int_equal(opf_pmu_read(p, &before), OPF_OK);
+  o.via_read = ts_snap();
+  o.via_other = ts_snap();
+  opf_pmu_snap *before = ts_snap();
+  assert_int_equal(opf_pmu_read(p, before), OPF_OK);
   pthread_t th;
   assert_int_equal(pthread_create(&th, NULL, other_main, &o), 0);
   pthread_join(th, NULL); /* the opener is blocked in join: its counters stand still */
-  assert_int_equal(opf_pmu_read_syscall(p, &o.via_read), OPF_OK);
+  assert_int_equal(opf_pmu_read_syscall(p, o.via_read), OPF_OK);
   assert_int_equal(o.rc, OPF_OK);
   for (int i = 0; i < 2; i++) {
     /* other thread's read() happened between two reads of ours */
-    assert_true(o.via_other.value[i] >= before.value[i]);
-    assert_true(o.via_other.value[i] <= o.via_read.value[i]);
-    assert_true(o.via_other.running[i] <= o.via_read.running[i]);
+    assert_true(ts_raw(o.via_other, i, 0) >= ts_raw(before, i, 0));
+    assert_true(ts_raw(o.via_other, i, 0) <= ts_raw(o.via_read, i, 0));
+    assert_true(ts_raw(o.via_other, i, 2) <= ts_raw(o.via_read, i, 2));
   }
   /* A forked child has no mapping of the pages (VM_DONTCOPY): reading must not touch them. */
   fflush(NULL);
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
-    opf_pmu_snap s;
-    _exit(opf_pmu_read(p, &s) == OPF_OK ? 0 : 3);
+    opf_pmu_snap *s = ts_snap();
+    _exit(opf_pmu_read(p, s) == OPF_OK ? 0 : 3);
   }
   int st = 0;
   assert_int_equal(waitpid(pid, &st, 0), pid);
@@ -304,12 +311,13 @@ static void test_rdpmc_switches(void **state) {
   assert_int_equal(opf_pmu_n_rdpmc(p), 0);
   if (opf_pmu_n_open(p) == 1) {
     assert_non_null(strstr(opf_pmu_rdpmc_note(p), "OPPERF_NO_RDPMC"));
-    opf_pmu_snap a, b;
-    assert_int_equal(opf_pmu_read(p, &a), OPF_OK);
+    opf_pmu_snap *a = ts_snap();
+    opf_pmu_snap *b = ts_snap();
+    assert_int_equal(opf_pmu_read(p, a), OPF_OK);
     busy_ns(1000000);
-    assert_int_equal(opf_pmu_read(p, &b), OPF_OK);
+    assert_int_equal(opf_pmu_read(p, b), OPF_OK);
     double v = 0, f = 0;
-    assert_int_equal(opf_pmu_delta(p, 0, &a, &b, &v, &f), 1);
+    assert_int_equal(opf_pmu_delta(p, 0, a, b, &v, &f), 1);
     assert_true(v > 1e5);
   }
   opf_pmu_free(p);
@@ -330,13 +338,13 @@ static void test_rdpmc_switches(void **state) {
 
 /* The gain: ns per snapshot of the core preset on this thread, both paths. */
 static double ns_per_read(opf_pmu *p, int syscall_only) {
-  opf_pmu_snap s;
+  opf_pmu_snap *s = ts_snap();
   enum { N = 2000 };
   struct timespec a, b;
   clock_gettime(CLOCK_MONOTONIC, &a);
   for (int i = 0; i < N; i++) {
-    if (syscall_only) opf_pmu_read_syscall(p, &s);
-    else opf_pmu_read(p, &s);
+    if (syscall_only) opf_pmu_read_syscall(p, s);
+    else opf_pmu_read(p, s);
   }
   clock_gettime(CLOCK_MONOTONIC, &b);
   return ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / N;
