@@ -235,33 +235,6 @@ static void flush_caches(flusher *f) {
   __asm__ __volatile__("" : : "r"(f->buf) : "memory");
 }
 
-/* The harness's own count per sample for every event: the median over empty windows (the same
- * reads and clock calls as a measured sample, no operator call). */
-static void measure_residual(opf_pmu *pmu, opf_pmu_snap *sa, opf_pmu_snap *sb, size_t nev,
-                             double *residual) {
-  enum { N = 15 };
-  double v[OPF_PMU_MAX_EVENTS][N];
-  int nv[OPF_PMU_MAX_EVENTS] = {0};
-  for (int r = 0; r < N; r++) {
-    if (opf_pmu_read_begin(pmu, sa) != OPF_OK) continue;
-    double b = opf_now();
-    double e = opf_now();
-    __asm__ __volatile__("" : : "r"(b), "r"(e) : "memory");
-    if (opf_pmu_read(pmu, sb) != OPF_OK) continue;
-    for (size_t i = 0; i < nev; i++) {
-      opf_pmu_dval d;
-      if (opf_pmu_delta_ex(pmu, i, sa, sb, &d) == OPF_DV_OK) v[i][nv[i]++] = d.value;
-    }
-  }
-  for (size_t i = 0; i < nev; i++) {
-    residual[i] = 0;
-    if (nv[i] < N / 2) continue;
-    opf_stats st;
-    opf_stats_compute(v[i], nv[i], &st);
-    residual[i] = st.median;
-  }
-}
-
 static void fill_info(opf_result *r, const opf_case *c) {
   const opf_op *op = c->op;
   int k = 0;
@@ -335,6 +308,44 @@ static int call_batch(opf_case *c, opf_pass pass, int64_t k) {
     if (rc) return rc;
   }
   return OPF_OK;
+}
+
+/* One sample: the --cache cold eviction, the process CPU clock, the region hooks, and innermost
+ * the counter window around k calls (the other threads' counters read first and the caller's
+ * last at the start, the reverse at the end). k = 0 without hooks: an empty window, for the
+ * harness's own count. */
+typedef struct window {
+  double b, e, cb, ce;
+  int snap_ok, rc;
+} window;
+
+static void sample_window(opf_case *c, opf_pass pass, int64_t k, flusher *fl,
+                          const opf_region_hooks *hk, opf_pmu *pmu, opf_pmu_snap *sa,
+                          opf_pmu_snap *sb, window *w) {
+  flush_caches(fl);
+  w->cb = process_cpu();
+  if (hk && hk->sample_begin) hk->sample_begin(hk->ctx);
+  /* A failed snapshot read leaves partial values: such a sample gets no counter deltas. */
+  w->snap_ok = pmu && opf_pmu_read_begin(pmu, sa) == OPF_OK;
+  w->b = opf_now();
+  w->rc = k ? call_batch(c, pass, k) : OPF_OK;
+  w->e = opf_now();
+  w->snap_ok = w->snap_ok && opf_pmu_read(pmu, sb) == OPF_OK;
+  if (hk && hk->sample_end) hk->sample_end(hk->ctx);
+  w->ce = process_cpu();
+}
+
+/* One empty window right after a sample (same eviction, clocks and reads, no call): adds each
+ * event's count to resid[i * cap + nr[i]]. */
+static void empty_window(opf_pmu *pmu, opf_pmu_snap *sa, opf_pmu_snap *sb, size_t nev,
+                         flusher *fl, double *resid, int *nr, int cap) {
+  window w;
+  sample_window(NULL, OPF_PASS_FWD, 0, fl, NULL, pmu, sa, sb, &w);
+  for (size_t i = 0; w.snap_ok && i < nev; i++) {
+    opf_pmu_dval d;
+    if (nr[i] < cap && opf_pmu_delta_ex(pmu, i, sa, sb, &d) == OPF_DV_OK)
+      resid[i * (size_t)cap + (size_t)nr[i]++] = d.value;
+  }
 }
 
 void opf_result_init(opf_result *r, const opf_case *c, const char *set, opf_pass pass,
@@ -446,13 +457,14 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
   double ev_sum[OPF_PMU_MAX_EVENTS] = {0}, ev_run[OPF_PMU_MAX_EVENTS] = {0};
   double ev_resid[OPF_PMU_MAX_EVENTS] = {0};
   int ev_n[OPF_PMU_MAX_EVENTS] = {0}, ev_partial[OPF_PMU_MAX_EVENTS] = {0};
+  int ev_nr[OPF_PMU_MAX_EVENTS] = {0};
   size_t nev = pmu ? opf_pmu_count(pmu) : 0;
   if (nev > OPF_PMU_MAX_EVENTS) nev = OPF_PMU_MAX_EVENTS;
   int pmu_live = pmu && opf_pmu_n_open(pmu) > 0;
-  /* Per-sample counts per call, so counters are summarised by their median like the time
-   * (a stalled sample inflates a mean: e.g. OpenMP workers spinning while the caller waits);
-   * the second half of the buffer holds the calling thread's own counts. */
-  ev_samples = pmu_live ? malloc(sizeof *ev_samples * 2 * nev * (size_t)cap) : NULL;
+  /* Per-sample counts, so counters are summarised by their median like the time (a stalled
+   * sample inflates a mean: e.g. OpenMP workers spinning while the caller waits); then the
+   * calling thread's own counts, then the empty windows' counts (the harness's own). */
+  ev_samples = pmu_live ? malloc(sizeof *ev_samples * 3 * nev * (size_t)cap) : NULL;
   sa = pmu_live ? opf_pmu_snap_new() : NULL;
   sb = pmu_live ? opf_pmu_snap_new() : NULL;
   if (pmu_live && (!ev_samples || !sa || !sb)) {
@@ -461,7 +473,7 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
     goto kernel_failed;
   }
   double *ev_main = ev_samples ? ev_samples + nev * (size_t)cap : NULL;
-  if (pmu_live) measure_residual(pmu, sa, sb, nev, ev_resid);
+  double *ev_empty = ev_samples ? ev_samples + 2 * nev * (size_t)cap : NULL;
   struct rusage ru0, ru1;
   getrusage(RUSAGE_SELF, &ru0);
   opf_alloc_stats_get(&a1);
@@ -469,20 +481,12 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
   double start = opf_now();
   int n = 0;
   for (;;) {
-    flush_caches(&fl);
-    double cb = process_cpu();
-    if (hk && hk->sample_begin) hk->sample_begin(hk->ctx);
-    /* The counter window is the innermost: the other threads' counters are read first and the
-     * caller's last, then the clock; at the end the reverse. A failed snapshot read leaves
-     * partial values: such a sample gets no counter deltas. */
-    int snap_ok = pmu_live && opf_pmu_read_begin(pmu, sa) == OPF_OK;
-    double b = opf_now();
-    rc = call_batch(c, pass, k);
-    double e = opf_now();
-    snap_ok = snap_ok && opf_pmu_read(pmu, sb) == OPF_OK;
-    if (hk && hk->sample_end) hk->sample_end(hk->ctx);
-    double ce = process_cpu();
+    window w;
+    sample_window(c, pass, k, &fl, hk, pmu_live ? pmu : NULL, sa, sb, &w);
+    rc = w.rc;
     if (rc) break;
+    const double b = w.b, e = w.e, cb = w.cb, ce = w.ce;
+    const int snap_ok = w.snap_ok;
     r->cpu_samples[n] = (ce - cb) / (double)k;
     r->sample_start[n] = b;
     r->samples[n++] = (e - b) / (double)k;
@@ -492,15 +496,13 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
       opf_pmu_dstate st = opf_pmu_delta_ex(pmu, i, sa, sb, &d);
       if (st == OPF_DV_PARTIAL) ev_partial[i]++;
       if (st != OPF_DV_OK) continue;
-      double v = d.value - ev_resid[i];
-      double vm = d.main_value - ev_resid[i];
-      if (v < 0) v = 0;
-      if (vm < 0) vm = 0;
-      ev_sum[i] += v;
       ev_run[i] += d.frac_running * (e - b);
-      ev_main[i * (size_t)cap + (size_t)ev_n[i]] = vm / (double)k;
-      ev_samples[i * (size_t)cap + (size_t)ev_n[i]++] = v / (double)k;
+      ev_main[i * (size_t)cap + (size_t)ev_n[i]] = d.main_value;
+      ev_samples[i * (size_t)cap + (size_t)ev_n[i]++] = d.value;
     }
+    /* The harness's own count, paired with this sample: an empty window under the same
+     * conditions (cache state, load) right after it. */
+    if (snap_ok) empty_window(pmu, sa, sb, nev, &fl, ev_empty, ev_nr, cap);
     double elapsed = opf_now() - start;
     if (n >= cap) break;
     if (n >= s->min_runs && r->total_time >= s->min_time) break;
@@ -529,7 +531,18 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
         er->status == OPF_EV_NOT_COUNTED)
       continue;
     er->n_partial = ev_partial[i];
+    if (ev_nr[i] >= 3) { /* median of the empty windows, subtracted from every sample */
+      opf_stats rs;
+      opf_stats_compute(ev_empty + i * (size_t)cap, ev_nr[i], &rs);
+      ev_resid[i] = rs.median;
+    }
     er->residual = ev_resid[i];
+    for (int j = 0; j < ev_n[i]; j++) {
+      double *v = &ev_samples[i * (size_t)cap + (size_t)j], *vm = &ev_main[i * (size_t)cap + (size_t)j];
+      *v = *v - ev_resid[i] > 0 ? (*v - ev_resid[i]) / (double)k : 0;
+      *vm = *vm - ev_resid[i] > 0 ? (*vm - ev_resid[i]) / (double)k : 0;
+      ev_sum[i] += *v * (double)k;
+    }
     if (!ev_n[i]) {
       er->status = OPF_EV_NOT_COUNTED;
       snprintf(er->reason, sizeof er->reason, "%s",

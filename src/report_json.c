@@ -60,7 +60,8 @@ static cJSON *context_json(const opf_context *c) {
                           "per thread of the process (threads created later are inherited), "
                           "summed and scaled per thread; user space only unless ':k' was "
                           "asked (context-switches and cpu-migrations count kernel mode); the "
-                          "harness's own count, the median of 15 empty windows, is subtracted");
+                          "harness's own count, the median of an empty window taken after "
+                          "every sample, is subtracted");
   cJSON *evs = cJSON_AddArrayToObject(perf, "counters");
   for (int i = 0; i < c->n_events; i++) {
     const opf_pmu_event *e = &c->events[i];
@@ -167,6 +168,11 @@ static cJSON *result_json(const opf_result *r) {
     cJSON_AddNumberToObject(t, "mad", r->time.mad);
     cJSON_AddNumberToObject(t, "outliers", r->time.outliers);
     cJSON_AddNumberToObject(t, "measured_s", r->total_time);
+    if (r->cpu_samples && r->n_samples > 0) { /* process CPU time (all threads) per call */
+      opf_stats cs;
+      if (!opf_stats_compute(r->cpu_samples, r->n_samples, &cs))
+        cJSON_AddNumberToObject(t, "process_cpu_median", cs.median);
+    }
     cJSON_AddItemToObject(t, "raw", cJSON_CreateDoubleArray(r->samples, r->n_samples));
     cJSON_AddNumberToObject(t, "repetitions", r->n_reps);
     cJSON_AddItemToObject(t, "repetition_medians", cJSON_CreateDoubleArray(r->rep_median, r->n_reps));

@@ -107,7 +107,7 @@ static void print_header(const opf_emitter *e, FILE *f, int md) {
   if (live) {
     fprintf(f, "%scounters: per call, summed over every thread of the process (threads created later "
                "included) and scaled per thread; user space only%s; the harness's own count "
-               "(median of 15 empty windows) is subtracted\n",
+               "(median of an empty window after every sample) is subtracted\n",
             md ? "- " : "",
             kernel ? " except context-switches, cpu-migrations and ':k' events (kernel mode too)"
                    : " (add ':k' for kernel mode)");

@@ -151,9 +151,9 @@ typedef struct opf_event_result {
   int n_raw;
   double main_per_call; /* the calling thread alone (plus threads it created after the open):
                            median per call; excludes the OpenMP workers' share (their spinning) */
-  double residual;      /* the harness's own count per sample, measured on empty windows
-                           (median of 15) and subtracted from every sample before the per-call
-                           division; 0 when none was measured */
+  double residual;      /* the harness's own count per sample: the median of an empty window
+                           (same eviction, clocks and reads, no call) taken after every sample;
+                           subtracted from every sample before the per-call division */
   int n_partial;        /* samples left out: a thread ran while this event's group had no
                            counter (never extrapolated); status OPF_EV_PARTIAL when > 0 */
   char plm[12];         /* privilege level counted: "user", "user+kernel", "kernel" */
