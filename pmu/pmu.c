@@ -520,6 +520,8 @@ static int add_event(opf_pmu *p, const char *name, const char *enc, opf_err *err
   snprintf(ev->pub.name, sizeof ev->pub.name, "%s", name);
   snprintf(ev->pub.fstr, sizeof ev->pub.fstr, "%s", fstr);
   ev->kernel_only = kernel_only;
+  char *k0 = kernel_only ? strstr(ev->pub.fstr, ":k=0") : NULL;
+  if (k0) k0[3] = '1'; /* libpfm4's name said user only: say what is opened */
   ev->pub.type = a.type;
   ev->pub.config = a.config;
   ev->pub.status = OPF_EV_COUNTED;

@@ -97,4 +97,28 @@ typedef struct cli_case {
 } cli_case;
 int cli_config_load(const char *path, cli_case **cases, int *n, opf_err *err);
 
+
+/* ---- progress.c: progress, per-operator lines and the end-of-run summary (stderr) ---------- */
+typedef struct cli_progress_item {
+  double key;
+  char what[288];
+} cli_progress_item;
+typedef struct cli_progress {
+  int total, done, tty, long_run;
+  double t0, last_line;
+  char op[64];                 /* the operator whose records are coming in */
+  int op_n, op_ok, op_bad;
+  double op_min, op_max;
+  int records, skipped, errors;
+  int n_slow, n_low, n_err;
+  cli_progress_item slow[5], low[5], err[5];
+} cli_progress;
+void cli_progress_start(cli_progress *p, int total, int tty);
+/* Before a case of `passes` case passes: redraw (terminal) or a line every few seconds. */
+void cli_progress_case(cli_progress *p, const char *op, const char *dtype, int passes);
+/* After each record: per-operator line when the operator changes, summary bookkeeping. */
+void cli_progress_result(cli_progress *p, const opf_result *r);
+/* The last operator's line and, for a long run, the summary naming the report files. */
+void cli_progress_finish(cli_progress *p, char *const *paths, int n_paths);
+
 #endif

@@ -148,7 +148,8 @@ static void probe_set(opf_textable *t, const char *token, opf_pmu *p, tally *ty)
   const char *note = opf_pmu_rdpmc_note(p);
   if (live && !strstr(note, "no hardware events") && ty->n_notes < 64)
     snprintf(ty->notes[ty->n_notes++], sizeof ty->notes[0], "  %-8.40s %s", token, note + 7);
-  if (live && opf_pmu_group_note(p)[0] && strstr(opf_pmu_group_note(p), "at most") && ty->n_notes < 64)
+  if (live && !strstr(note, "no hardware events") && strstr(opf_pmu_group_note(p), "at most") &&
+      ty->n_notes < 64)
     snprintf(ty->notes[ty->n_notes++], sizeof ty->notes[0], "  %-8.40s %s", token,
              opf_pmu_group_note(p));
   if (live) {

@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -645,6 +646,22 @@ int cmd_run(int argc, char **argv) {
   }
   if (optind == argc)
     for (int i = 0; i < opf_op_count(); i++) ops[nops++] = opf_op_at(i);
+  /* The default suite (no names, no inputs, no --format or -o) also writes its JSON report to
+   * opperf-results/run-<UTC time>.json, so a long run is never only on a terminal. */
+  static char default_json[96];
+  if (optind == argc && !o.config && !o.n_inputs && !o.random_shapes && o.n_out == 1 &&
+      o.fmt[0] == OPF_FMT_TABLE && !o.fmt_path[0] && !o.output && o.child_case < 0 &&
+      o.backend == CLI_BK_NATIVE) {
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char ts[32];
+    strftime(ts, sizeof ts, "%Y%m%dT%H%M%SZ", &tm);
+    if (mkdir("opperf-results", 0777) == 0 || errno == EEXIST) {
+      snprintf(default_json, sizeof default_json, "json=opperf-results/run-%s.json", ts);
+      add_format(&o, default_json);
+    }
+  }
 
   case_list cl = {0};
   cl.impls = o.impls;
@@ -746,13 +763,15 @@ int cmd_run(int argc, char **argv) {
 
   int failed = 0, total = 0, done = 0, tty = isatty(2);
   for (int i = 0; i < cl.n; i++) total += case_passes(&o, &cl.v[i], pass_mask, NULL);
+  cli_progress prog;
+  cli_progress_start(&prog, total, tty);
   cli_stop_install(o.isolate);
   for (int i = 0; ctx && !rc && i < cl.n && !cli_stop_requested; i++) {
     run_case *c = &cl.v[i];
     opf_pass passes[OPF_NPASSES];
     opf_result res[OPF_NPASSES], more[OPF_NPASSES];
     int np = case_passes(&o, c, pass_mask, passes);
-    if (tty) fprintf(stderr, "\r\033[K[%d/%d] %s %s", done + 1, total, c->c.op->name, opf_dtype_name(c->c.dtype));
+    cli_progress_case(&prog, c->c.op->name, opf_dtype_name(c->c.dtype), np);
     done += np;
     o.s.case_index = i;
     for (int rep = 0; rep < o.reps && (rep == 0 || !cli_stop_requested); rep++) {
@@ -775,6 +794,7 @@ int cmd_run(int argc, char **argv) {
         r->roofline_time = opf_roofline_time(&mach, r->dtype, o.s.threads, r->flops, r->bytes);
       }
       failed += r->status >= OPF_ST_ERROR;
+      cli_progress_result(&prog, r);
       if (o.verbose) {
         if (tty) fputs("\r\033[K", stderr); /* the progress indicator is redrawn next case */
         cli_verbose_line("run", r, &o.s);
@@ -795,8 +815,9 @@ int cmd_run(int argc, char **argv) {
   for (int i = 0; i < o.n_out; i++) {
     if (em[i] && opf_emitter_end(em[i], !rc, &e) && !rc) rc = OPF_EIO;
     if (o.n_out > 1 && o.fmt[i] == OPF_FMT_TABLE && i + 1 < o.n_out && !paths[i]) fputc('\n', stdout);
-    free(paths[i]);
   }
+  if (!rc) cli_progress_finish(&prog, paths, o.n_out);
+  for (int i = 0; i < o.n_out; i++) free(paths[i]);
   int prof_rc = cli_profile_finish(&o.prof, !rc); /* --profile-folded FILE */
   opf_pmu_free(pmu);
   free(ctx);
