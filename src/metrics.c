@@ -12,10 +12,10 @@ static const opf_metric_def defs[] = {
     {"ipc", "IPC", "instructions", "cycles", 1, "", "instructions per cycle"},
     {"cpi", "CPI", "cycles", "instructions", 1, "", "cycles per instruction"},
     {"branch_miss_pct", "br-miss", "branch-misses", "branches", 100, "%", "mispredicted share of branches"},
-    {"l1d_miss_pct", "L1D miss", "l1d-load-misses", "l1d-loads", 100, "%", "L1 data load miss ratio"},
-    {"l1d_mpki", "L1D MPKI", "l1d-load-misses", "instructions", 1000, "", "L1 data load misses per 1000 instructions"},
-    {"llc_miss_pct", "LLC miss", "llc-load-misses", "llc-loads", 100, "%", "last-level cache load miss ratio"},
-    {"llc_mpki", "LLC MPKI", "llc-load-misses", "instructions", 1000, "", "LLC load misses per 1000 instructions"},
+    {"l1d_miss_pct", "L1D miss", "l1d-load-misses", "l1d-loads", 100, "%", "L1 data misses over loads (Intel: L1D.REPLACEMENT, every line brought in, prefetches and stores too; Arm: L1D_CACHE_REFILL; AMD Zen: L2 requests from L1D misses)"},
+    {"l1d_mpki", "L1D MPKI", "l1d-load-misses", "instructions", 1000, "", "L1 data misses (as l1d_miss_pct counts them) per 1000 instructions"},
+    {"llc_miss_pct", "LLC miss", "llc-load-misses", "llc-loads", 100, "%", "last-level cache load miss ratio (Intel: demand data reads only, prefetched lines not counted; AMD Zen: no such event)"},
+    {"llc_mpki", "LLC MPKI", "llc-load-misses", "instructions", 1000, "", "LLC load misses per 1000 instructions (Intel: demand data reads only)"},
     {"dtlb_mpki", "dTLB MPKI", "dtlb-load-misses", "instructions", 1000, "", "dTLB load misses per 1000 instructions"},
 };
 
