@@ -443,6 +443,71 @@ static int topdown_resolve(char out[][96], int max, char *why, size_t why_n) {
   return 0;
 }
 
+/* ---- arm64 presets ------------------------------------------------------------------------
+ * On arm64 the core and cache presets are Arm's architectural (common) events, named as the
+ * Arm ARM and the Neoverse guides name them, so the figures mean the same on Graviton, Grace
+ * and Ampere: encoded through libpfm4's table for the detected core PMU (arm_n1, arm_n2,
+ * arm_v1, arm_v2, ...) where it has the event, else as the raw common-event number, which the
+ * kernel's PMUv3 driver takes as is (PERF_TYPE_RAW) whatever the core. */
+typedef struct arm_ev {
+  const char *name;
+  unsigned code; /* common event number (Arm ARM D17.11 / K3) */
+} arm_ev;
+static const arm_ev k_arm_core[] = {
+    {"CPU_CYCLES", 0x11}, {"INST_RETIRED", 0x08}, {"BR_RETIRED", 0x21},
+    {"BR_MIS_PRED_RETIRED", 0x22}};
+static const arm_ev k_arm_cache[] = {
+    {"CPU_CYCLES", 0x11},       {"L1D_CACHE_REFILL", 0x03}, {"L2D_CACHE_REFILL", 0x17},
+    {"LL_CACHE_MISS_RD", 0x37}, {"L1D_TLB_REFILL", 0x05}};
+
+int opf_pmu_arm_preset(const char *preset, const char *pmu, char names[][96], char encs[][96],
+                       int max) {
+  const arm_ev *t;
+  int n;
+  if (!preset) return 0;
+  if (!strcmp(preset, "core")) {
+    t = k_arm_core;
+    n = (int)(sizeof k_arm_core / sizeof k_arm_core[0]);
+  } else if (!strcmp(preset, "cache")) {
+    t = k_arm_cache;
+    n = (int)(sizeof k_arm_cache / sizeof k_arm_cache[0]);
+  } else {
+    return 0;
+  }
+  if (n > max) n = max;
+  for (int j = 0; j < n; j++) {
+    snprintf(names[j], 96, "%s", t[j].name);
+    snprintf(encs[j], 96, "r%x", t[j].code);
+    if (pmu && *pmu) {
+      char s[96];
+      struct perf_event_attr a;
+      char why[64];
+      snprintf(s, sizeof s, "%.48s::%s", pmu, t[j].name);
+      if (opf_pfm_encode(s, &a, NULL, 0, why, sizeof why) == PFM_SUCCESS)
+        snprintf(encs[j], 96, "%s", s);
+    }
+  }
+  return n;
+}
+
+/* The core PMU libpfm4 detects here ("" when none). */
+static void detected_core_pmu(char *out, size_t n) {
+  out[0] = '\0';
+  opf_pfm_pmu_desc d[16];
+  int np = opf_pfm_pmus(d, 16);
+  for (int i = 0; i < np && i < 16; i++)
+    if (d[i].is_core) {
+      snprintf(out, n, "%s", d[i].name);
+      return;
+    }
+}
+
+#if defined(__aarch64__)
+#define OPF_ARM_PRESETS 1
+#else
+#define OPF_ARM_PRESETS 0
+#endif
+
 int opf_pmu_preset_count(void) { return N_PRESETS; }
 
 int opf_pmu_preset_find(const char *name) {
@@ -457,6 +522,17 @@ int opf_pmu_preset_at(int k, opf_pmu_preset_info *out) {
   memset(out, 0, sizeof *out);
   snprintf(out->name, sizeof out->name, "%s", k_presets[k].name);
   snprintf(out->summary, sizeof out->summary, "%s", k_presets[k].summary);
+  if (OPF_ARM_PRESETS && k_presets[k].n >= 0 && opf_pfm_init(NULL, 0) == OPF_OK) {
+    char pmu[64], encs[OPF_PMU_PRESET_MAX][96];
+    detected_core_pmu(pmu, sizeof pmu);
+    int n = opf_pmu_arm_preset(k_presets[k].name, pmu, out->member, encs, OPF_PMU_PRESET_MAX);
+    if (n > 0) {
+      out->n = n;
+      snprintf(out->note, sizeof out->note, "Arm common events%s%s", pmu[0] ? ", libpfm4 " : "",
+               pmu);
+      return OPF_OK;
+    }
+  }
   if (k_presets[k].n >= 0) {
     out->n = k_presets[k].n;
     for (int j = 0; j < out->n; j++)
@@ -559,6 +635,16 @@ static int add_unavailable(opf_pmu *p, const char *name, const char *why, opf_er
 
 static int add_token(opf_pmu *p, const char *tok, opf_err *err) {
   int k = opf_pmu_preset_find(tok);
+  if (OPF_ARM_PRESETS && k >= 0 && k_presets[k].n >= 0) {
+    char pmu[64], names[OPF_PMU_PRESET_MAX][96], encs[OPF_PMU_PRESET_MAX][96];
+    detected_core_pmu(pmu, sizeof pmu);
+    int n = opf_pmu_arm_preset(k_presets[k].name, pmu, names, encs, OPF_PMU_PRESET_MAX);
+    for (int j = 0; j < n; j++) {
+      int rc = add_event(p, names[j], encs[j], err);
+      if (rc != OPF_OK) return rc;
+    }
+    if (n > 0) return OPF_OK;
+  }
   if (k >= 0 && k_presets[k].n >= 0) {
     for (int j = 0; j < k_presets[k].n; j++) {
       int rc = add_event(p, k_presets[k].ev[j].name, k_presets[k].ev[j].enc, err);

@@ -49,6 +49,11 @@ void opf_pmu_set_hw_capacity(int counters, int watchdog);
 /* Read hybrid-CPU PMU descriptions (cpu_core, cpu_atom) under this directory instead of
  * /sys/bus/event_source/devices (NULL: the real one). */
 void opf_pmu_set_sysfs_root(const char *dir);
+/* The arm64 form of preset "core" or "cache": Arm common-event names in names[], and in
+ * encs[] "PMU::NAME" where libpfm4's table for pmu encodes it, else the raw number "r11".
+ * Returns how many (0: not a preset with an arm64 form). Used on arm64; testable anywhere. */
+int opf_pmu_arm_preset(const char *preset, const char *pmu, char names[][96], char encs[][96],
+                       int max);
 /* Pretend libpfm4 detected this core PMU when resolving the topdown preset ("skx", "icl",
  * "amd64_fam19h_zen4"; "" = none detected; NULL = use what libpfm4 really detects). */
 void opf_pmu_set_topdown_pmu(const char *pmu);

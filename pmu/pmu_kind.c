@@ -35,6 +35,20 @@ const char *opf_pmu_kind(uint32_t type, uint64_t config) {
     default: return NULL;
     }
   case PERF_TYPE_HW_CACHE: return cache_kind(config);
+#if defined(__aarch64__)
+  case PERF_TYPE_RAW: /* Arm common events (the arm64 presets): the same on every core */
+    switch (config) {
+    case 0x11: return "cycles";
+    case 0x08: return "instructions";
+    case 0x21: return "branches";
+    case 0x22: return "branch-misses";
+    case 0x03: return "l1d-load-misses";
+    case 0x04: return "l1d-loads";
+    case 0x37: return "llc-load-misses";
+    case 0x05: return "dtlb-load-misses";
+    default: return NULL;
+    }
+#endif
   case PERF_TYPE_SOFTWARE:
     switch (config) {
     case PERF_COUNT_SW_TASK_CLOCK: return "task-clock";

@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,6 +154,64 @@ static void test_inactive_pmu_never_opened(void **state) {
   }
 }
 
+/* arm64 presets (issue 22): Arm common-event names, encoded through libpfm4's Neoverse tables
+ * where the PMU has the event, else raw common-event numbers. The names and raw numbers are
+ * checked everywhere; libpfm4's arm64 tables exist only in its arm64 build, so the golden
+ * encodings are checked there (the arm64 test run, under qemu-user). Codes: Arm ARM common
+ * events: CPU_CYCLES 0x11, INST_RETIRED 0x08, BR_RETIRED 0x21, BR_MIS_PRED_RETIRED 0x22,
+ * L1D_CACHE_REFILL 0x03, L2D_CACHE_REFILL 0x17, LL_CACHE_MISS_RD 0x37, L1D_TLB_REFILL 0x05. */
+static void test_arm64_presets(void **state) {
+  (void)state;
+  static const struct {
+    const char *preset;
+    int n;
+    const char *name[5];
+    unsigned code[5];
+  } want[] = {
+      {"core", 4, {"CPU_CYCLES", "INST_RETIRED", "BR_RETIRED", "BR_MIS_PRED_RETIRED"},
+       {0x11, 0x08, 0x21, 0x22}},
+      {"cache", 5,
+       {"CPU_CYCLES", "L1D_CACHE_REFILL", "L2D_CACHE_REFILL", "LL_CACHE_MISS_RD", "L1D_TLB_REFILL"},
+       {0x11, 0x03, 0x17, 0x37, 0x05}},
+  };
+  char names[8][96], encs[8][96];
+  for (size_t w = 0; w < 2; w++) {
+    /* no core PMU known: raw common-event numbers */
+    assert_int_equal(opf_pmu_arm_preset(want[w].preset, "", names, encs, 8), want[w].n);
+    for (int j = 0; j < want[w].n; j++) {
+      char raw[16];
+      snprintf(raw, sizeof raw, "r%x", want[w].code[j]);
+      assert_string_equal(names[j], want[w].name[j]);
+      assert_string_equal(encs[j], raw);
+    }
+  }
+  assert_int_equal(opf_pmu_arm_preset("tlb", "", names, encs, 8), 0);
+#if defined(__aarch64__)
+  static const char *pmus[] = {"arm_n1", "arm_n2", "arm_v1", "arm_v2"};
+  for (size_t k = 0; k < sizeof pmus / sizeof pmus[0]; k++)
+    for (size_t w = 0; w < 2; w++) {
+      int n = opf_pmu_arm_preset(want[w].preset, pmus[k], names, encs, 8);
+      assert_int_equal(n, want[w].n);
+      for (int j = 0; j < n; j++) {
+        char full[128];
+        snprintf(full, sizeof full, "%s::%s", pmus[k], want[w].name[j]);
+        if (strcmp(encs[j], full) != 0) fail_msg("%s %s: encoded as %s", pmus[k], names[j], encs[j]);
+        opf_pmu *p = NULL;
+        opf_err err;
+        assert_int_equal(opf_pmu_create(&p, encs[j], NULL, &err), OPF_OK);
+        const opf_pmu_event *e = opf_pmu_event_at(p, 0);
+        if (e->type != T_RAW || e->config != want[w].code[j])
+          fail_msg("%s: type %u config %#llx, want raw %#x", full, e->type,
+                   (unsigned long long)e->config, want[w].code[j]);
+        opf_pmu_free(p);
+      }
+    }
+#else
+  print_message("arm64 golden encodings: checked in the arm64 build only (libpfm4's x86 build "
+                "has no Arm tables); names and raw numbers checked here\n");
+#endif
+}
+
 /* The topdown preset's table: for every core PMU it names, the preset resolves to events
  * libpfm4 encodes, for that PMU. Spot checks from the vendors' tables: UOPS_ISSUED.ANY = event
  * 0EH umask 01H (Intel SDM vol. 3B, Skylake; Sapphire Rapids moved it to AEH), TOPDOWN.SLOTS =
@@ -226,6 +285,7 @@ int main(void) {
       cmocka_unit_test(test_unknown_model_event),
       cmocka_unit_test(test_topdown_tables),
       cmocka_unit_test(test_inactive_pmu_never_opened),
+      cmocka_unit_test(test_arm64_presets),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
