@@ -87,7 +87,10 @@ static void usage(void) {
       "                       with --baseline also against the peer (see below)\n"
       "measurement:\n"
       "  --warmup SEC         warm-up time per case (default 0.05)\n"
-      "  --min-time SEC       measure at least this long per case and pass (default 0.2)\n"
+      "  --min-time SEC       measure at least this long per case and pass (default 0.05)\n"
+      "  --target-ci PCT      then stop once the 95%% confidence interval of the median is\n"
+      "                       at most PCT of it wide (default 3%%; 0: stop at --min-time)\n"
+      "  --ci-time SEC        ... or after this long if it never gets that tight (default 0.25)\n"
       "  --max-time SEC       stop after this long once 3 samples exist (default 3)\n"
       "  --runs N             exactly N samples per case (overrides the time limits)\n"
       "  --sample-time SEC    calibrate calls per sample to last this long (default 0.002)\n"
@@ -266,6 +269,7 @@ static int setup_baselines(run_opts *o) {
 
 static int parse_args(int argc, char **argv, run_opts *o) {
   enum { O_SHAPES = 256, O_INPUT, O_PARAM, O_CONFIG, O_DTYPE, O_PASS, O_WARMUP, O_MINTIME,
+         O_TARGETCI, O_CITIME,
          O_MAXTIME, O_RUNS, O_SAMPLE, O_THREADS, O_CPU, O_CACHE, O_SEED, O_EVENTS, O_FORMAT,
          O_DRY, O_BACKEND, O_RANDOM, O_SAVE, O_SAVE_BASE, O_CMP_BASE, O_BASE_DIR, O_THRESH,
          O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_CHILD_CASE, O_CHILD_FD, O_IMPL, O_REPS, O_METRIC,
@@ -276,6 +280,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       {"param", required_argument, 0, O_PARAM},   {"config", required_argument, 0, O_CONFIG},
       {"dtype", required_argument, 0, O_DTYPE},   {"pass", required_argument, 0, O_PASS},
       {"warmup", required_argument, 0, O_WARMUP}, {"min-time", required_argument, 0, O_MINTIME},
+      {"target-ci", required_argument, 0, O_TARGETCI}, {"ci-time", required_argument, 0, O_CITIME},
       {"max-time", required_argument, 0, O_MAXTIME}, {"runs", required_argument, 0, O_RUNS},
       {"sample-time", required_argument, 0, O_SAMPLE}, {"threads", required_argument, 0, O_THREADS},
       {"cpu", required_argument, 0, O_CPU},       {"cache", required_argument, 0, O_CACHE},
@@ -332,6 +337,11 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     case O_PASS: o->passes = optarg; o->passes_explicit = 1; break;
     case O_WARMUP: if (cli_parse_seconds("--warmup", optarg, &o->s.warmup)) return 2; break;
     case O_MINTIME: if (cli_parse_seconds("--min-time", optarg, &o->s.min_time)) return 2; break;
+    case O_CITIME: if (cli_parse_seconds("--ci-time", optarg, &o->s.ci_time)) return 2; break;
+    case O_TARGETCI:
+      if (!cli_parse_fraction(optarg, &o->s.ci_target))
+        return cli_usage_error("--target-ci needs a share such as 2%% or 0.02 (0: off), not '%s'", optarg);
+      break;
     case O_MAXTIME: if (cli_parse_seconds("--max-time", optarg, &o->s.max_time)) return 2; break;
     case O_SAMPLE: if (cli_parse_seconds("--sample-time", optarg, &o->s.sample_time)) return 2; break;
     case O_METRIC: o->metric = optarg; break;
