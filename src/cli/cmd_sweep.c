@@ -434,6 +434,8 @@ static void render_table(FILE *f, int md, const sweep_state *st, const sweep_poi
   else {
     fprintf(f, "opperf sweep %s: %s, %s; %s, %d CPUs, %d thread%s\n", op, what, opf_dtype_name(dt), ctx->cpu_model,
             ctx->cpus_online, ctx->settings.threads, ctx->settings.threads == 1 ? "" : "s");
+    fprintf(f, "BLAS: OpenBLAS %s%s%s\n", ctx->blas_core, ctx->blas_core_note[0] ? ", " : "",
+            ctx->blas_core_note);
     if (st->any_cyc_est)
       fprintf(f, "cycles/elem estimated from task-clock x %.0f MHz (no cycles counter)\n", ctx->mhz);
     if (nrows && rows[0].simulated)
@@ -561,6 +563,13 @@ static char *render_json(const sweep_state *st, const sweep_point *pts, const sw
   cJSON_AddStringToObject(c, "events", ctx->settings.events);
   cJSON_AddStringToObject(c, "timestamp", ctx->timestamp);
   cJSON_AddStringToObject(c, "command", ctx->command);
+  cJSON *blas = cJSON_AddObjectToObject(c, "blas"); /* as opperf run's context: src/cli/blas.c */
+  cJSON_AddStringToObject(blas, "core", ctx->blas_core);
+  cJSON_AddStringToObject(blas, "core_source", ctx->blas_core_source);
+  cJSON_AddStringToObject(blas, "core_openblas", ctx->blas_core_openblas);
+  cJSON_AddStringToObject(blas, "cpu_family", ctx->blas_cpu_family);
+  cJSON_AddStringToObject(blas, "core_note", ctx->blas_core_note);
+  cJSON_AddStringToObject(c, "environment", ctx->env);
   if (ctx->interrupted) cJSON_AddTrueToObject(c, "interrupted"); /* SIGINT/SIGTERM: partial sweep */
   cJSON *pa = cJSON_AddArrayToObject(root, "points");
   for (int i = 0; i < nrows; i++) {
