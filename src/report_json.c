@@ -85,6 +85,10 @@ static cJSON *context_json(const opf_context *c) {
   cJSON_AddNumberToObject(blas, "threads", c->blas_threads);
   cJSON_AddStringToObject(blas, "library", c->blas_library);
   cJSON_AddStringToObject(blas, "core", c->blas_core);
+  cJSON_AddStringToObject(blas, "core_source", c->blas_core_source); /* src/cli/blas.c */
+  cJSON_AddStringToObject(blas, "core_openblas", c->blas_core_openblas);
+  cJSON_AddStringToObject(blas, "cpu_family", c->blas_cpu_family);
+  cJSON_AddStringToObject(blas, "core_note", c->blas_core_note);
   cJSON *ids = cJSON_AddArrayToObject(o, "build_ids"); /* GNU build-ids: src/buildids.c */
   for (int i = 0; i < c->n_build_ids; i++) {
     cJSON *k = cJSON_CreateObject();

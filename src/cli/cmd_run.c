@@ -60,6 +60,7 @@ typedef struct run_opts {
   const char *perf_ctl;   /* --perf-control SPEC (NULL: $OPPERF_PERF_CONTROL) */
   int peer_lib, peer_check; /* --baseline torch|numpy (-1: none), --check */
   cli_profile prof;       /* --profile, --profile-*: src/cli/profile_cli.c */
+  const char *blas_kernel; /* --blas-kernel auto|native|NAME (NULL: $OPPERF_BLAS_KERNEL) */
 } run_opts;
 
 static void usage(void) {
@@ -102,6 +103,11 @@ static void usage(void) {
       "                       event name, or none\n"
       "  --backend callgrind  re-run under valgrind's callgrind: simulated, deterministic\n"
       "                       counters per call (sim:Ir, sim:D1mr, ...); times are not real\n"
+      "  --blas-kernel K      OpenBLAS kernel family: auto (default, also $OPPERF_BLAS_KERNEL):\n"
+      "                       when OpenBLAS fell back below what the CPU runs (a CPU newer\n"
+      "                       than the library), use the CPU's family (SkylakeX, Cooperlake,\n"
+      "                       Haswell, ...); an OPENBLAS_CORETYPE of the environment is kept;\n"
+      "                       native: OpenBLAS's own choice; NAME: that core (e.g. Haswell)\n"
       "output:\n"
       "  --format LIST        table (default), json, jsonl (streamed), csv, md, gbench (Google\n"
       "                       Benchmark JSON), trace (Chrome trace events: Perfetto,\n"
@@ -273,7 +279,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
          O_MAXTIME, O_RUNS, O_SAMPLE, O_THREADS, O_CPU, O_CACHE, O_SEED, O_EVENTS, O_FORMAT,
          O_DRY, O_BACKEND, O_RANDOM, O_SAVE, O_SAVE_BASE, O_CMP_BASE, O_BASE_DIR, O_THRESH,
          O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_CHILD_CASE, O_CHILD_FD, O_IMPL, O_REPS, O_METRIC,
-         O_PERF_CTL, O_PEER, O_PLUGIN, O_CHECK,
+         O_PERF_CTL, O_PEER, O_PLUGIN, O_CHECK, O_BLAS,
          O_PROFILE, O_PROFILE_LAST = O_PROFILE + CLI_PROFILE_NOPTS - 1 };
   static const struct option opts[] = {
       {"shapes", required_argument, 0, O_SHAPES}, {"input", required_argument, 0, O_INPUT},
@@ -297,7 +303,8 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       {"repetitions", required_argument, 0, O_REPS}, {"metric", required_argument, 0, O_METRIC},
       {"verbose", no_argument, 0, 'v'}, {"perf-control", required_argument, 0, O_PERF_CTL},
       {"baseline", required_argument, 0, O_PEER}, {"check", no_argument, 0, O_CHECK},
-      {"plugin", required_argument, 0, O_PLUGIN}, CLI_PROFILE_OPTIONS(O_PROFILE), {0, 0, 0, 0}};
+      {"plugin", required_argument, 0, O_PLUGIN}, {"blas-kernel", required_argument, 0, O_BLAS},
+      CLI_PROFILE_OPTIONS(O_PROFILE), {0, 0, 0, 0}};
   opf_settings_default(&o->s);
   o->threshold = 0.05;
   o->isolate = -1;
@@ -411,6 +418,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       break;
     case O_BACKEND: if (cli_backend_parse(optarg, &o->backend)) return 2; break;
     case O_PEER: if (cli_peer_parse(optarg, &o->peer_lib)) return 2; break;
+    case O_BLAS: o->blas_kernel = optarg; break;
     case ':': return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
     default: return cli_usage_error("run: unknown option '%s' (see opperf run -h)", argv[optind - 1]);
     }
@@ -634,6 +642,7 @@ int cmd_run(int argc, char **argv) {
   run_opts o;
   memset(&o, 0, sizeof o);
   cli_backend_save_args(argc, argv); /* before parse_args tokenises --format in place */
+  cli_blas_save_args(argc, argv);
   cli_isolate_save_args(argc, argv);
   char command[512]; /* for the context block, also taken before the tokenising */
   cli_join_argv(argc, argv, command, sizeof command);
@@ -642,6 +651,8 @@ int cmd_run(int argc, char **argv) {
   o.verbose |= cli_verbose_env();
   int pass_mask;
   if (cli_parse_passes(o.passes, &pass_mask)) return EXIT_USAGE;
+  /* OpenBLAS's kernel family: may re-execute this command with OPENBLAS_CORETYPE set. */
+  if (cli_blas_setup(o.blas_kernel, !o.dry_run && o.backend == CLI_BK_NATIVE)) return EXIT_USAGE;
 
   int max_ops = opf_op_count() + 1, nops = 0;
   const opf_op **ops = calloc((size_t)max_ops, sizeof *ops);
@@ -748,6 +759,7 @@ int cmd_run(int argc, char **argv) {
   resolve_paths(&o, paths);
   if (ctx) {
     opf_context_collect(ctx, &o.s, pmu, command);
+    cli_blas_context(ctx);
     /* The harness's own cost per sample, on an empty operator: timer only, and with the
      * run's counters (absent when none of them opens: never a made-up figure). */
     const char *what[2] = {"timer", o.s.events};
