@@ -127,6 +127,68 @@ static inline void lab_snap_free(opf_pmu_snap *s) { free(s); }
 /* |a - b| / b */
 static inline double lab_rel(double a, double b) { return b != 0 ? (a > b ? a - b : b - a) / b : 1e9; }
 
+/* ---- a measurement through opperf's API --------------------------------------------------
+ * One opf_pmu_read before and after work(arg); per event: ok (opf_pmu_delta returned 1, i.e.
+ * it ran), the scaled value and the running fraction. Returns 0, or the opf_pmu_read error. */
+typedef struct lab_meas {
+  int ok[OPF_PMU_MAX_EVENTS];
+  double value[OPF_PMU_MAX_EVENTS];
+  double frac[OPF_PMU_MAX_EVENTS];
+} lab_meas;
+static inline int lab_measure(opf_pmu *p, void (*work)(void *), void *arg, lab_meas *m) {
+  memset(m, 0, sizeof *m);
+  opf_pmu_snap *a = lab_snap_new(), *b = lab_snap_new();
+  int rc = a && b ? OPF_OK : OPF_ENOMEM;
+  if (rc == OPF_OK) rc = opf_pmu_read(p, a);
+  if (rc == OPF_OK) {
+    work(arg);
+    rc = opf_pmu_read(p, b);
+  }
+  for (size_t i = 0; rc == OPF_OK && i < opf_pmu_count(p) && i < OPF_PMU_MAX_EVENTS; i++)
+    m->ok[i] = opf_pmu_delta(p, i, a, b, &m->value[i], &m->frac[i]);
+  lab_snap_free(a);
+  lab_snap_free(b);
+  return rc;
+}
+static inline void lab_work_loop(void *n) { lab_loop(*(const uint64_t *)n); }
+
+/* Create and open an opperf counter set; NULL (after a FAIL line for name) on failure. */
+static inline opf_pmu *lab_opf_open(const char *name, const char *events) {
+  opf_err err = {0, ""};
+  opf_pmu *p = NULL;
+  if (opf_pmu_create(&p, events, NULL, &err) != OPF_OK) {
+    LAB_FAIL(name, "opf_pmu_create(\"%s\"): %s", events, err.msg);
+    return NULL;
+  }
+  if (opf_pmu_open(p, &err) != OPF_OK || opf_pmu_n_open(p) == 0) {
+    LAB_FAIL(name, "opf_pmu_open(\"%s\"): %s (%zu open)", events, err.msg, opf_pmu_n_open(p));
+    opf_pmu_free(p);
+    return NULL;
+  }
+  return p;
+}
+
+/* Log every event of p with its group, status and (if m) the measured value and fraction. */
+static inline void lab_note_events(const char *name, const opf_pmu *p, const lab_meas *m) {
+  for (size_t i = 0; i < opf_pmu_count(p); i++) {
+    const opf_pmu_event *ev = opf_pmu_event_at(p, i);
+    if (m && m->ok[i])
+      LAB_NOTE("%s: %-14s group %2d %-13s value %.0f running %.1f%%", name, ev->name, ev->group,
+               opf_ev_status_name(ev->status), m->value[i], 100.0 * m->frac[i]);
+    else
+      LAB_NOTE("%s: %-14s group %2d %-13s %s%s%s", name, ev->name, ev->group,
+               opf_ev_status_name(ev->status), m ? "DID NOT RUN" : "", ev->reason[0] ? ": " : "",
+               ev->reason);
+  }
+}
+
+/* Is event i of p one that counts user-space instructions (instructions, r08)? */
+static inline int lab_is_insns(const opf_pmu *p, size_t i) {
+  const opf_pmu_event *ev = opf_pmu_event_at(p, i);
+  return (ev->type == PERF_TYPE_HARDWARE && ev->config == PERF_COUNT_HW_INSTRUCTIONS) ||
+         (ev->type == PERF_TYPE_RAW && ev->config == 0x08);
+}
+
 static inline int lab_exit(void) { return lab_failed ? 1 : 0; }
 
 #endif
