@@ -4,9 +4,15 @@
  * twice and checks the JSON: every record ok; `instructions` and `cycles` counted with a value;
  * instructions per call of each case the same in both runs within REPEAT_TOL (see below). Then
  * one run with more events than counters: `instructions` says scaled with its running
- * percentage, and its per-call value stays within 1% of the counted one. Skips (exit 77) when
+ * percentage, and its per-call value stays within 1% of the counted one (this fails today:
+ * `instructions` falls from 43% running to "not counted" case after case; the harness scales
+ * each short sample on its own, and under -icount the samples alias with the kernel's 4 ms
+ * rotation, see the report of issue 22). Skips (exit 77) when
  * the initramfs has no aarch64 opperf (scripts/pmu-lab could not cross-build it). */
 #include <cjson/cJSON.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sys/personality.h>
 #include <sys/wait.h>
 
 #include "lab.h"
@@ -14,9 +20,10 @@
 #define OPPERF "/bin/opperf"
 /* Instructions per call are per-sample counts (user space, exact under -icount) divided by the
  * calls per sample; the harness calibrates that batch from elapsed time, and the harness's own
- * per-sample instructions are amortised over it, so two runs can differ by a few instructions
- * per call when the batch differs. Not timing noise: bounded, hence a tight relative tolerance. */
-#define REPEAT_TOL 0.002
+ * per-sample instructions are amortised over it (and its measured residual subtracted), so
+ * two runs differ by a fraction of an instruction per call (seen: at most 0.011 with address
+ * randomisation off). Not timing noise: bounded, hence an absolute tolerance of REPEAT_ABS. */
+#define REPEAT_ABS 0.05 /* instructions per call */
 #define SCALED_TOL 0.01
 
 static int run_opperf(const char *out, const char *events, const char *ops[], int n_ops) {
@@ -33,6 +40,16 @@ static int run_opperf(const char *out, const char *events, const char *ops[], in
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
+    /* Same addresses in every run: kernels whose vector loops peel to an alignment run a few
+     * more or fewer instructions per call with another buffer address (seen: sum of 1x64,
+     * 1061.3 vs 1057.3 with address randomisation on). */
+    personality(ADDR_NO_RANDOMIZE);
+    /* its progress lines (\r, escapes) would garble the console's result lines */
+    int fd = open("/tmp/opperf.log", O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
     execv(OPPERF, argv);
     _exit(127);
   }
@@ -150,53 +167,67 @@ int main(void) {
     num_of(counter(r, "instructions"), "running_pct", &p1);
     LAB_NOTE("opperf_run: %s instructions/call %.3f and %.3f (%s, running %.1f%%)", key, v1, v2,
              str_of(counter(r, "instructions"), "status"), p1);
-    if (lab_rel(v2, v1) > worst) worst = lab_rel(v2, v1);
+    if (fabs(v2 - v1) > worst) worst = fabs(v2 - v1);
   }
-  if (worst > REPEAT_TOL) {
-    LAB_FAIL(name, "instructions per call differ by %.3f%% between two runs (> %.1f%%)",
-             100 * worst, 100 * REPEAT_TOL);
+  if (worst > REPEAT_ABS) {
+    LAB_FAIL(name, "instructions per call differ by %.3f between two runs (> %.2f)", worst,
+             REPEAT_ABS);
     goto out;
   }
   LAB_PASS(name, "%d records ok in two runs; instructions and cycles counted with values; "
-           "instructions per call repeat within %.4f%% (tolerance %.1f%%)", n1, 100 * worst,
-           100 * REPEAT_TOL);
+           "instructions per call repeat within %.3f instructions (tolerance %.2f)", n1, worst,
+           REPEAT_ABS);
 
   /* more events than counters: scaled, with the running percentage, and still right */
   const char *name2 = "opperf_run_scaled";
   const char *add[] = {"add"};
-  const char *const ev1[] = {"instructions"};
   int rc = run_opperf("/tmp/run3.json", "cycles,instructions,r03,r04,r08,r11,r1b,r00,r01,r02",
                       add, 1);
   if (rc != 0 || !(many = load_json("/tmp/run3.json"))) {
     LAB_FAIL(name2, "opperf with 10 events exited %d", rc);
     goto out;
   }
-  if (check_doc(name2, many, ev1, 1) < 0) goto out;
   worst = 0;
+  const char *bad = NULL;
+  char bad_key[1200] = "";
   cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(many, "results")) {
     char key[512];
     case_key(r, key, sizeof key);
     const cJSON *c = counter(r, "instructions"), *r1 = same_case(doc[0], r);
-    double v = 0, v1 = 0, pct = 0;
+    double v = 0, vm = 0, v1 = 0, pct = 0;
     num_of(c, "per_call", &v);
+    num_of(c, "mean_per_call", &vm);
     num_of(c, "running_pct", &pct);
     if (r1) num_of(counter(r1, "instructions"), "per_call", &v1);
-    LAB_NOTE("opperf_run_scaled: %s instructions %s, running %.1f%%, %.3f/call (counted alone: "
-             "%.3f)", key, str_of(c, "status"), pct, v, v1);
-    if (strcmp(str_of(c, "status"), "scaled") || !(pct > 0 && pct < 100)) {
-      LAB_FAIL(name2, "%s: 10 events on 7 counters, yet instructions is %s at %.1f%%", key,
+    LAB_NOTE("opperf_run_scaled: %s instructions %s, running %.1f%%, %.3f/call (mean %.3f; "
+             "counted alone: %.3f)", key, str_of(c, "status"), pct, v, vm, v1);
+    if (!bad && strcmp(str_of(r, "status"), "ok"))
+      bad = "record";
+    else if (!bad && (strcmp(str_of(c, "status"), "scaled") || !(pct > 0 && pct < 100))) {
+      bad = "status";
+      snprintf(bad_key, sizeof bad_key, "%s: instructions %s, running %.1f%%", key,
                str_of(c, "status"), pct);
-      goto out;
     }
-    if (!r1 || lab_rel(v, v1) > SCALED_TOL) {
-      LAB_FAIL(name2, "%s: scaled instructions/call %.3f vs %.3f counted alone (> %.0f%%)", key, v,
-               v1, 100 * SCALED_TOL);
-      goto out;
+    else if (!bad && !r1)
+      bad = "missing";
+    if (!bad && r1 && lab_rel(v, v1) > worst) {
+      worst = lab_rel(v, v1);
+      snprintf(bad_key, sizeof bad_key, "%s: %.3f vs %.3f", key, v, v1);
     }
-    if (lab_rel(v, v1) > worst) worst = lab_rel(v, v1);
   }
-  LAB_PASS(name2, "10 events: instructions status scaled with its running %%, per call within "
-           "%.3f%% of the counted run", 100 * worst);
+  if (bad && !strcmp(bad, "status"))
+    LAB_FAIL(name2, "10 events on 7 counters, instructions not 'scaled' with a value at %s",
+             bad_key);
+  else if (bad && !strcmp(bad, "record"))
+    LAB_FAIL(name2, "a record of the 10-event run is not ok");
+  else if (bad)
+    LAB_FAIL(name2, "a case of the 10-event run is missing from the first run");
+  else if (worst > SCALED_TOL)
+    LAB_FAIL(name2, "scaled instructions per call off the counted run by %.2f%% (> %.0f%%) at %s",
+             100 * worst, 100 * SCALED_TOL, bad_key);
+  else
+    LAB_PASS(name2, "10 events: instructions status scaled with its running %%, per call within "
+             "%.3f%% of the counted run", 100 * worst);
 out:
   cJSON_Delete(doc[0]);
   cJSON_Delete(doc[1]);
