@@ -2,12 +2,12 @@
  *   opperf run add relu sum --shapes small --pass forward --events instructions,cycles
  *          --threads 1 --runs 3 --format json -o /tmp/runN.json
  * twice and checks the JSON: every record ok; `instructions` and `cycles` counted with a value;
- * instructions per call of each case the same in both runs within REPEAT_TOL (see below). Then
+ * instructions per call of each case the same in both runs within REPEAT_ABS (see below). Then
  * one run with more events than counters: `instructions` says scaled with its running
- * percentage, and its per-call value stays within 1% of the counted one (this fails today:
- * `instructions` falls from 43% running to "not counted" case after case; the harness scales
- * each short sample on its own, and under -icount the samples alias with the kernel's 4 ms
- * rotation, see the report of issue 22). Skips (exit 77) when
+ * percentage, and its per-call value stays within 1% of the counted one. This fails today:
+ * `instructions` falls from 43% running to "not counted" case after case (the harness scales
+ * each short sample on its own; a likely cause is samples aliasing with the kernel's 4 ms
+ * rotation, which -icount makes perfectly periodic). Skips (exit 77) when
  * the initramfs has no aarch64 opperf (scripts/pmu-lab could not cross-build it). */
 #include <cjson/cJSON.h>
 #include <fcntl.h>
