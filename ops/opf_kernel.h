@@ -11,8 +11,15 @@
 
 /* Runtime ISA dispatch: GCC builds AVX-512, AVX2+FMA and baseline clones and picks one at load
  * time. Put it on serial inner-loop functions (not on functions containing `omp parallel`);
- * valgrind (no AVX-512) transparently gets the AVX2 clone. */
+ * valgrind (no AVX-512) transparently gets the AVX2 clone. Other architectures (arm64) compile
+ * one version for the baseline ISA: NEON is part of every arm64 CPU, so -O3's auto-vectoriser
+ * already uses it, and GCC 12 has no target_clones on aarch64 (SVE clones would need GCC 14). */
+#if defined(__x86_64__) || defined(__i386__)
+#define OPF_X86 1
 #define OPF_VEC __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define OPF_VEC
+#endif
 
 /* Below this many elements of work a kernel stays on one thread: waking the pool costs more. */
 #define OPF_PAR_MIN 32768

@@ -161,11 +161,39 @@ static double nominal_mhz(char *src, size_t n) {
   return 0;
 }
 
+/* arm64 /proc/cpuinfo has no "model name": the core is named by the implementer and part
+ * fields of its MIDR_EL1 (values from the Arm and vendors' technical reference manuals). */
+static const char *arm_core_name(unsigned impl, unsigned part) {
+  static const struct { unsigned impl, part; const char *name; } t[] = {
+      {0x41, 0xd03, "ARM Cortex-A53"},   {0x41, 0xd04, "ARM Cortex-A35"},
+      {0x41, 0xd05, "ARM Cortex-A55"},   {0x41, 0xd07, "ARM Cortex-A57"},
+      {0x41, 0xd08, "ARM Cortex-A72"},   {0x41, 0xd09, "ARM Cortex-A73"},
+      {0x41, 0xd0a, "ARM Cortex-A75"},   {0x41, 0xd0b, "ARM Cortex-A76"},
+      {0x41, 0xd0c, "ARM Neoverse-N1"},  {0x41, 0xd0d, "ARM Cortex-A77"},
+      {0x41, 0xd40, "ARM Neoverse-V1"},  {0x41, 0xd41, "ARM Cortex-A78"},
+      {0x41, 0xd44, "ARM Cortex-X1"},    {0x41, 0xd46, "ARM Cortex-A510"},
+      {0x41, 0xd47, "ARM Cortex-A710"},  {0x41, 0xd48, "ARM Cortex-X2"},
+      {0x41, 0xd49, "ARM Neoverse-N2"},  {0x41, 0xd4d, "ARM Cortex-A715"},
+      {0x41, 0xd4e, "ARM Cortex-X3"},    {0x41, 0xd4f, "ARM Neoverse-V2"},
+      {0x41, 0xd80, "ARM Cortex-A520"},  {0x41, 0xd81, "ARM Cortex-A720"},
+      {0x41, 0xd82, "ARM Cortex-X4"},    {0x41, 0xd84, "ARM Neoverse-V3"},
+      {0x41, 0xd8e, "ARM Neoverse-N3"},  {0x43, 0x0af, "Cavium ThunderX2"},
+      {0x46, 0x001, "Fujitsu A64FX"},    {0x48, 0xd01, "HiSilicon Kunpeng-920"},
+      {0x51, 0x800, "Qualcomm Kryo"},    {0xc0, 0xac3, "Ampere-1"},
+      {0xc0, 0xac4, "Ampere-1a"},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+    if (t[i].impl == impl && t[i].part == part) return t[i].name;
+  return NULL;
+}
+
 void opf_cpu_model(char *buf, size_t n) {
   FILE *f = fopen("/proc/cpuinfo", "r");
   snprintf(buf, n, "unknown");
   if (!f) return;
   char line[512];
+  unsigned impl = 0, part = 0, var = 0, rev = 0;
+  int have_impl = 0, have_part = 0, named = 0;
   while (fgets(line, sizeof line, f)) {
     if (!strncmp(line, "model name", 10)) {
       char *c = strchr(line, ':');
@@ -173,11 +201,42 @@ void opf_cpu_model(char *buf, size_t n) {
         c += 1 + (c[1] == ' ');
         c[strcspn(c, "\n")] = '\0';
         snprintf(buf, n, "%s", c);
+        named = 1;
       }
+#if !defined(__aarch64__)
       break;
+#endif
     }
+    /* arm64: the first processor's block (all cores alike, or the boot core of a big.LITTLE) */
+    if (!have_impl && sscanf(line, "CPU implementer : %x", &impl) == 1) have_impl = 1;
+    else if (!have_part && sscanf(line, "CPU part : %x", &part) == 1) have_part = 1;
+    else if (!var && sscanf(line, "CPU variant : %x", &var) == 1) continue;
+    else if (!rev && sscanf(line, "CPU revision : %u", &rev) == 1) continue;
+    if ((named || (have_impl && have_part)) && line[0] == '\n') break; /* end of the first block */
   }
   fclose(f);
+#if defined(__aarch64__)
+  /* An arm64 build that finds an x86 "model name" and no MIDR fields runs under qemu-user,
+   * which shows the host's /proc/cpuinfo: say so rather than pass the host's CPU off as this
+   * one. */
+  if (named && !have_impl) {
+    size_t l = strlen(buf);
+    if (l < n) snprintf(buf + l, n - l, " (host CPU of an emulator)");
+    return;
+  }
+#endif
+  if (named || !have_impl || !have_part) return;
+  /* MIDR_EL1 as the kernel exposes it (absent in containers without that sysfs file): the
+   * full identification, revision included; otherwise rebuilt from the cpuinfo fields. */
+  unsigned long long midr = 0;
+  FILE *m = fopen("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1", "r");
+  if (!m || fscanf(m, "%llx", &midr) != 1)
+    midr = (unsigned long long)impl << 24 | (unsigned long long)(var & 0xf) << 20 | 0xfull << 16 |
+           (unsigned long long)(part & 0xfff) << 4 | (rev & 0xf);
+  if (m) fclose(m);
+  const char *name = arm_core_name(impl, part);
+  if (name) snprintf(buf, n, "%s (MIDR 0x%08llx)", name, midr);
+  else snprintf(buf, n, "arm64 implementer 0x%02x part 0x%03x (MIDR 0x%08llx)", impl, part, midr);
 }
 
 void opf_context_collect(opf_context *ctx, const opf_settings *s, const opf_pmu *pmu,

@@ -5,9 +5,13 @@
  * The copy plan drops unit axes and merges axes that stay adjacent, then takes one of three
  * paths: contiguous rows (memcpy), a tiled transpose when some y axis other than the innermost
  * walks x with unit stride, or a strided gather along the innermost axis. */
-#include <immintrin.h>
-
 #include "creation/create_common.h"
+
+#ifdef OPF_X86
+#include <immintrin.h>
+#else
+#include "opf_vec128.h"
+#endif
 
 enum { CT_PERM = 0, CT_STEP = 1 };
 enum { CT_ROWS, CT_TILES, CT_GATHER };
@@ -104,7 +108,11 @@ static void ct_plan_make(ct_plan *p, const opf_case *c) {
   p->x = x->data;
   p->y = c->out[0].data;
   p->es = opf_dtype_size(c->dtype);
+#ifdef OPF_X86
   p->avx2 = __builtin_cpu_supports("avx2");
+#else
+  p->avx2 = 1; /* the 128-bit register tiles (opf_vec128.h) stand in for AVX2's */
+#endif
   p->stream = cr_large(&c->out[0]);
   p->nunits = total / p->n[nd - 1];
   if (p->kind == CT_TILES) {
@@ -128,6 +136,7 @@ static void ct_plan_make(ct_plan *p, const opf_case *c) {
  * transposes (8x8 of 4 bytes, 4x4 of 8 bytes: shuffles move bits, so every dtype goes through
  * the float forms) with scalar edges; 128x128 four-byte tiles measured best (64x64 eight-byte,
  * the same 64 KB), and thin sides (NCHW->NHWC with 3 channels) get long tiles instead. */
+#ifdef OPF_X86
 #define CT_AVX2 __attribute__((target("avx2")))
 
 CT_AVX2 static inline void ct_t8x8(uint32_t *y, const uint32_t *x, int64_t ysa, int64_t xsb) {
@@ -161,6 +170,12 @@ CT_AVX2 static inline void ct_t4x4(uint64_t *y, const uint64_t *x, int64_t ysa, 
     _mm256_storeu_pd((double *)(y + (i + 2) * ysa), _mm256_permute2f128_pd(t[i], t[i + 2], 0x31));
   }
 }
+#endif
+
+#ifndef OPF_X86
+#define opf_t4x4_u32_ct(y, x, ysa, xsb) opf_t4x4_u32(x, xsb, y, ysa)
+#define opf_t2x2_u64_ct(y, x, ysa, xsb) opf_t2x2_u64(x, xsb, y, ysa)
+#endif
 
 /* One tile into buf (row length tb): K x K register blocks, scalar edges. MICRO(y, x, ysa, xsb)
  * does one block. */
@@ -178,8 +193,15 @@ CT_AVX2 static inline void ct_t4x4(uint64_t *y, const uint64_t *x, int64_t ysa, 
       for (int64_t a = 0; a < ta; a++) buf[a * tb + b] = x[a + b * xsb];                      \
   }
 #define CT_NO_MICRO(y, x, ysa, xsb) (void)0 /* K = 1: the edge loops do everything */
+#ifdef OPF_X86
 CT_STRIP(ct_tile32_avx2, uint32_t, 8, CT_AVX2, ct_t8x8)
 CT_STRIP(ct_tile64_avx2, uint64_t, 4, CT_AVX2, ct_t4x4)
+#else
+/* arm64: 4x4 (4-byte) and 2x2 (8-byte) blocks in NEON registers, under the AVX2 names so the
+ * dispatch below stays one line; y row i = x column i, as opf_t4x4_u32 does it. */
+CT_STRIP(ct_tile32_avx2, uint32_t, 4, , opf_t4x4_u32_ct)
+CT_STRIP(ct_tile64_avx2, uint64_t, 2, , opf_t2x2_u64_ct)
+#endif
 CT_STRIP(ct_tile32, uint32_t, 1, , CT_NO_MICRO)
 CT_STRIP(ct_tile64, uint64_t, 1, , CT_NO_MICRO)
 

@@ -5,10 +5,18 @@
 #ifndef OPPERF_CREATE_COMMON_H
 #define OPPERF_CREATE_COMMON_H
 
-#include <emmintrin.h>
 #include <math.h>
 
 #include "opf_kernel.h"
+
+#ifdef OPF_X86
+#include <emmintrin.h>
+#define cr_sfence() _mm_sfence()
+#else
+/* Other architectures (arm64) write the streamed outputs with plain stores (see cr_stream_copy);
+ * the fence only publishes them before the OpenMP barrier (which orders them too). */
+#define cr_sfence() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#endif
 
 /* Outputs of at least this many bytes are written with streaming stores. Below it they fit in
  * the 32 MB L3 and the next call (or consumer) finds them in cache, which beats DRAM; above it,
@@ -22,6 +30,7 @@ typedef void (*cr_gen_fn)(const void *ctx, int64_t lo, int64_t hi, void *dst);
 
 /* Copy n bytes to dst with 16-byte non-temporal stores (SSE2: every x86-64 has them, and 16
  * bytes per store already outruns DRAM); the unaligned head and tail go through memcpy. */
+#ifdef OPF_X86
 static inline void cr_stream_copy(void *restrict dst, const void *restrict src, size_t n) {
   char *d = dst;
   const char *s = src;
@@ -40,6 +49,15 @@ static inline void cr_stream_copy(void *restrict dst, const void *restrict src, 
     _mm_stream_si128((__m128i *)(d + i), _mm_loadu_si128((const __m128i *)(s + i)));
   memcpy(d + i, s + i, n - i);
 }
+#else
+/* arm64 and others: memcpy. Arm cores detect runs of whole-line writes and stop allocating
+ * them in the cache (write-streaming mode: Cortex-A7x, Neoverse), which is what the SSE2
+ * non-temporal stores buy on x86; an STNP path would be the next step if a measurement on
+ * real hardware shows otherwise (qemu-user cannot: it has no cache model). */
+static inline void cr_stream_copy(void *restrict dst, const void *restrict src, size_t n) {
+  memcpy(dst, src, n);
+}
+#endif
 
 typedef struct {
   char *out;
@@ -62,7 +80,7 @@ static inline void cr_write_range(int64_t lo, int64_t hi, void *p) {
     w->gen(w->ctx, a, b, buf);
     cr_stream_copy(w->out + (size_t)a * w->es, buf, (size_t)(b - a) * w->es);
   }
-  _mm_sfence(); /* streaming stores are weakly ordered: publish them before the barrier */
+  cr_sfence(); /* streaming stores are weakly ordered: publish them before the barrier */
 }
 
 /* ---- constant fills: the streaming form stores one 16-byte register directly. (Generating into
@@ -87,6 +105,12 @@ static inline void cr_fill(void *dst, int64_t n, size_t es, uint64_t bits, int s
   }
   const uint64_t b = es == 4 ? (bits & 0xffffffffu) * 0x100000001ull : bits;
   const uint64_t pat[2] = {b, b}; /* dst - base is a multiple of es, so the phase is 0 */
+#ifndef OPF_X86
+  /* other architectures: plain stores (see cr_stream_copy) */
+  (void)pat;
+  if (es == 4) cr_fill32(dst, n, (uint32_t)bits);
+  else cr_fill64(dst, n, bits);
+#else
   const __m128i v = _mm_set1_epi64x((long long)b);
   char *d = dst;
   size_t i = (16 - ((uintptr_t)d & 15)) & 15;
@@ -100,6 +124,7 @@ static inline void cr_fill(void *dst, int64_t n, size_t es, uint64_t bits, int s
   }
   for (; i + 16 <= bytes; i += 16) _mm_stream_si128((__m128i *)(d + i), v);
   memcpy(d + i, pat, bytes - i);
+#endif
 }
 
 typedef struct {
@@ -113,7 +138,7 @@ typedef struct {
 static inline void cr_fill_range(int64_t lo, int64_t hi, void *p) {
   const cr_filler *f = p;
   cr_fill(f->out + (size_t)lo * f->es, hi - lo, f->es, f->bits, f->stream);
-  if (f->stream) _mm_sfence();
+  if (f->stream) cr_sfence();
 }
 
 /* Whether an output is large enough to go around the cache. */
@@ -144,7 +169,7 @@ static inline void cr_copy_range(int64_t lo, int64_t hi, void *p) {
     return;
   }
   cr_stream_copy(k->y + off, k->x + off, n);
-  _mm_sfence();
+  cr_sfence();
 }
 
 /* y = x (same size and dtype), threaded; streaming stores straight from x when y is large. */

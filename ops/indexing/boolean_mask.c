@@ -3,9 +3,11 @@
  * kept) and the second output `count` (int64 scalar) says how many leading rows of y are
  * valid; rows of y from count on are left unwritten (unspecified). Forward-only. Threads
  * count their chunk's true entries, take prefix offsets, then compact their rows. */
-#include <immintrin.h>
-
 #include "indexing.h"
+
+#ifdef OPF_X86
+#include <immintrin.h>
+#endif
 
 enum { IN_X = 0, IN_M = 1 };
 #define BM_MAXT 256 /* threads whose counts fit the on-stack prefix table */
@@ -29,6 +31,7 @@ BM_COMPACT(uint64_t, 8)
 /* AVX-512 compaction, 16 (8) elements per step: compress in a register, then a masked store
  * of just the kept elements (a compress straight to memory is microcoded and slow on Zen 4/5,
  * and a full store would spill into the next thread's rows). About 6x the scalar loop. */
+#ifdef OPF_X86
 #define BM_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
 BM_TARGET static void bm_compress_4(uint32_t *restrict y, const uint32_t *restrict x,
                                     const uint8_t *restrict m, int64_t n) {
@@ -66,6 +69,13 @@ static int bm_have_avx512(void) {
            __builtin_cpu_supports("avx512vl");
   return have;
 }
+#else
+/* Other architectures (arm64): the branch-free scalar compaction above. A NEON compress would
+ * be a tbl byte shuffle per 4 elements from a 16-entry table indexed by the mask nibble. */
+static int bm_have_avx512(void) { return 0; }
+#define bm_compress_4 bm_compact_4
+#define bm_compress_8 bm_compact_8
+#endif
 
 OPF_VEC static int64_t bm_count(const uint8_t *restrict m, int64_t n) {
   int64_t k = 0;

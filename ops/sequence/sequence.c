@@ -199,7 +199,7 @@ static void seq_rows(int64_t lo, int64_t hi, void *p) {
     else if (g->axis == 0 && ++b == g->B) b = 0, t++;
     else if (g->axis == 1 && ++t == g->T) t = 0, b++;
   }
-  if (j->stream) _mm_sfence(); /* streaming stores are weakly ordered: publish them */
+  if (j->stream) cr_sfence(); /* streaming stores are weakly ordered: publish them */
 }
 
 /* Run kind over the output rows: src and dst are the moved tensors, lengths checked to lie in

@@ -167,7 +167,11 @@ static void bc_gen(const bc_fctx *x, int k, int64_t so, int64_t oo, int64_t i0, 
   }
 }
 
+#ifdef OPF_X86
 __attribute__((target("avx512f"))) static void bc_sfence(void) { _mm_sfence(); }
+#else
+static void bc_sfence(void) { shp_sfence(); }
+#endif
 
 /* Units [lo, hi): (index over axes [0, p), piece of axis p). */
 static void bc_units(int64_t lo, int64_t hi, void *p) {

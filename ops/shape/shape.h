@@ -5,9 +5,13 @@
 #ifndef OPPERF_OPS_SHAPE_H
 #define OPPERF_OPS_SHAPE_H
 
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#endif
 
 #include "linalg/linalg.h"
+
+#ifdef OPF_X86
 
 /* Copy a run of n bytes (a multiple of 4), for the many short runs of layout operators (rows
  * of 56 elements): with AVX-512, 64-byte moves and one masked tail move, ~10 instructions for
@@ -40,6 +44,31 @@ __attribute__((target("avx512f"), unused)) static void shp_stream_avx512(char *r
   for (k = head; k + 64 <= n; k += 64) _mm512_stream_si512((void *)(d + k), _mm512_loadu_si512(s + k));
   shp_run_avx512(d + k, s + k, n - k);
 }
+#else
+/* Other architectures (arm64). Short runs: 64-byte fixed-size moves (GCC inlines each as four
+ * 16-byte NEON load/store pairs, ldp/stp q) and an overlapping tail, the same shape as the
+ * AVX-512 loop above; long runs: memcpy. shp_have_avx512() is 0, so nothing streams
+ * (shp_streams) and shp_stream_avx512 / shp_fill_stream below are never selected; they are
+ * plain stores, correct if called. Streaming stores are left out on arm64: its cores detect a
+ * run of whole-line writes and stop allocating (write-streaming mode), which is what x86 needs
+ * non-temporal stores for (not measured here: qemu-user has no cache model). */
+static inline int shp_have_avx512(void) { return 0; }
+__attribute__((unused)) static void shp_run_vec(char *restrict d, const char *restrict s,
+                                                 size_t n) {
+  size_t k = 0;
+  for (; k + 64 <= n; k += 64) memcpy(d + k, s + k, 64);
+  if (k < n) lin_copy(d + k, s + k, n - k);
+}
+static inline void shp_run(int avx512, void *d, const void *s, size_t n) {
+  (void)avx512;
+  if (n >= 2048) memcpy(d, s, n);
+  else shp_run_vec(d, s, n);
+}
+__attribute__((unused)) static void shp_stream_avx512(char *restrict d, const char *restrict s,
+                                                       size_t n) {
+  memcpy(d, s, n);
+}
+#endif
 
 /* The last-level cache an operator's working set competes for: the 32 MiB L3 of one Zen CCD.
  * (sysconf reports the whole package's 384 MiB here, which no single core can use.) */
@@ -55,7 +84,12 @@ __attribute__((target("avx512f"), unused)) static void shp_stream_avx512(char *r
 static inline int shp_streams(double bytes_moved) {
   return shp_have_avx512() && bytes_moved >= (double)SHP_LLC_BYTES;
 }
+#ifdef OPF_X86
 __attribute__((target("avx512f"), unused)) static void shp_sfence(void) { _mm_sfence(); }
+#else
+/* Publishes the stores of a thread before the OpenMP barrier (which also orders them). */
+__attribute__((unused)) static void shp_sfence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+#endif
 
 /* A run of n bytes: streamed when nt (and long enough to fill lines), else shp_run. */
 static inline void shp_move(int nt, int avx512, void *d, const void *s, size_t n) {
@@ -110,6 +144,7 @@ static inline void shp_fill(void *d, const void *val, size_t es, int64_t n) {
 }
 
 /* shp_fill with streaming stores (AVX-512 only; see shp_stream_avx512). */
+#ifdef OPF_X86
 __attribute__((target("avx512f"), unused)) static void shp_fill_stream(void *d, const void *val,
                                                                         size_t es, int64_t n) {
   char *p = d;
@@ -125,6 +160,13 @@ __attribute__((target("avx512f"), unused)) static void shp_fill_stream(void *d, 
   for (k = head; k + per <= n; k += per) _mm512_stream_si512((void *)(p + k * (int64_t)es), z);
   shp_fill(p + k * (int64_t)es, val, es, n - k);
 }
+#else
+/* Not selected on other architectures (shp_streams is 0 there): the plain fill. */
+__attribute__((unused)) static void shp_fill_stream(void *d, const void *val, size_t es,
+                                                     int64_t n) {
+  shp_fill(d, val, es, n);
+}
+#endif
 
 /* d += s over n elements of a floating dtype (gradients that sum contributions). Short runs
  * stay inline: a dispatched call cost more than the adds on rows of 28. */

@@ -4,9 +4,13 @@
  * stay adjacent) to a batch of strided 2-D transposes, done in cache tiles with AVX-512
  * register micro-kernels (AVX2 / scalar fallbacks), threaded over tiles; see the notes on
  * aliasing strides and thin strips below. */
-#include <immintrin.h>
-
 #include "shape/shape.h"
+
+#ifdef OPF_X86
+#include <immintrin.h>
+#else
+#include "opf_vec128.h"
+#endif
 
 enum { PERM_REVERSE = 0, PERM_NCHW2NHWC = 1, PERM_NHWC2NCHW = 2 };
 
@@ -172,6 +176,7 @@ static void tr_plain(const void *in, int64_t lda, void *out, int64_t ldb, int64_
   }
 }
 
+#ifdef OPF_X86
 #define TR_AVX2 __attribute__((target("avx2"), always_inline)) static inline
 #define TR_AVX512 __attribute__((target("avx512f"), always_inline)) static inline
 
@@ -301,6 +306,31 @@ static tr_block_fn tr_block_pick(void) {
   if (__builtin_cpu_supports("avx2")) return tr_block_avx2;
   return tr_plain;
 }
+#else
+/* Other architectures (arm64): 4x4 blocks of 4-byte words and 2x2 of 8-byte words in 128-bit
+ * registers (NEON zips, opf_vec128.h), the ragged edges plain; the block of tr_block_avx2 with
+ * half its width. */
+static void tr_block_vec(const void *vin, int64_t lda, void *vout, int64_t ldb, int64_t R,
+                         int64_t C, size_t es) {
+  const int64_t w = es == 4 ? 4 : 2, rw = R / w * w, cw = C / w * w;
+  for (int64_t r = 0; r < rw; r += w)
+    for (int64_t c = 0; c < cw; c += w) {
+      if (es == 4)
+        opf_t4x4_u32((const uint32_t *)vin + r * lda + c, lda, (uint32_t *)vout + c * ldb + r, ldb);
+      else
+        opf_t2x2_u64((const uint64_t *)vin + r * lda + c, lda, (uint64_t *)vout + c * ldb + r, ldb);
+    }
+  const char *in = vin;
+  char *out = vout;
+  tr_plain(in + (size_t)(rw * lda) * es, lda, out + (size_t)rw * es, ldb, R - rw, C, es);
+  tr_plain(in + (size_t)cw * es, lda, out + (size_t)(cw * ldb) * es, ldb, rw, C - cw, es);
+}
+
+typedef void (*tr_block_fn)(const void *in, int64_t lda, void *out, int64_t ldb, int64_t R,
+                            int64_t C, size_t es);
+
+static tr_block_fn tr_block_pick(void) { return tr_block_vec; }
+#endif
 
 /* Copy n runs of `bytes` (a multiple of 4) from src (ls apart) to dst (ld apart). The buffered
  * path's copy-out: glibc's memcpy did not scale to two threads on these 2 KiB runs into 4 KiB
@@ -309,6 +339,7 @@ static tr_block_fn tr_block_pick(void) {
 typedef void (*tr_copy_fn)(char *dst, int64_t ld, const char *src, int64_t ls, int64_t n,
                            size_t bytes);
 
+#ifdef OPF_X86
 __attribute__((target("avx512f"))) static void tr_copy_avx512(char *dst, int64_t ld,
                                                                const char *src, int64_t ls,
                                                                int64_t n, size_t bytes) {
@@ -320,6 +351,7 @@ __attribute__((target("avx512f"))) static void tr_copy_avx512(char *dst, int64_t
     if (tail) _mm512_mask_storeu_epi32(dst + full, tail, _mm512_maskz_loadu_epi32(tail, src + full));
   }
 }
+#endif
 
 /* The same with streaming stores, for transposes beyond the LLC (see shp_streams). */
 static void tr_copy_stream(char *dst, int64_t ld, const char *src, int64_t ls, int64_t n,
@@ -327,10 +359,21 @@ static void tr_copy_stream(char *dst, int64_t ld, const char *src, int64_t ls, i
   for (int64_t j = 0; j < n; j++) shp_move(1, 1, dst + j * ld, src + j * ls, bytes);
 }
 
+#ifdef OPF_X86
 static void tr_copy_memcpy(char *dst, int64_t ld, const char *src, int64_t ls, int64_t n,
                            size_t bytes) {
   for (int64_t j = 0; j < n; j++) memcpy(dst + j * ld, src + j * ls, bytes);
 }
+
+#define TR_COPY_PICK() (__builtin_cpu_supports("avx512f") ? tr_copy_avx512 : tr_copy_memcpy)
+#else
+/* arm64: the runs are whole 16-byte multiples of short rows; shp_run's fixed 64-byte moves. */
+static void tr_copy_vec(char *dst, int64_t ld, const char *src, int64_t ls, int64_t n,
+                        size_t bytes) {
+  for (int64_t j = 0; j < n; j++) shp_run(0, dst + j * ld, src + j * ls, bytes);
+}
+#define TR_COPY_PICK() tr_copy_vec
+#endif
 
 /* ---- tiles and threads ----
  * Direct tiles are 64x64. When the output row stride is a multiple of 1 KiB, the lines a block
@@ -457,7 +500,7 @@ static void tr_run(const void *src, void *dst, int ndim, const int64_t *shape, c
   if (n == 0) return;
   int par = n >= OPF_PAR_MIN && omp_get_max_threads() > 1;
   tr_ctx x = {&pl, src, dst, TR_TILE, TR_TILE, 0, 0, NULL, tr_block_pick(),
-              __builtin_cpu_supports("avx512f") ? tr_copy_avx512 : tr_copy_memcpy, 0};
+              TR_COPY_PICK(), 0};
   /* The buffered path needs a scratch slice for every thread that may run. Thin strips write
    * at most 7 rows at a time, which L1 holds whatever their stride: they skip it (the 28 x 2
    * strips of a space_to_depth ran 4x slower through the buffer). */

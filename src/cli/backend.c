@@ -216,9 +216,14 @@ static int run_parent(char **argv, int argc) {
     }
     fprintf(stderr, "opperf: the callgrind run died with signal %d (%s); no report was written:\n", sig, strsignal(sig));
     print_log_excerpt(dir);
+#if defined(__x86_64__) || defined(__i386__)
     if (sig == SIGILL)
       fprintf(stderr, "  valgrind cannot decode some instruction (3.19 has no AVX-512): kernels need runtime "
                       "dispatch (OPF_VEC) or a build without -march=native\n");
+#else
+    if (sig == SIGILL)
+      fprintf(stderr, "  valgrind cannot decode some instruction: a build without -march=native may help\n");
+#endif
     return EXIT_FAILED;
   }
   fprintf(stderr, "opperf: valgrind could not run opperf (exit status %d):\n", WEXITSTATUS(status));

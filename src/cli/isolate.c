@@ -19,6 +19,11 @@
 
 static char **saved;
 static int n_saved;
+/* OPPERF_EXEC_WRAPPER: a program that runs the re-executed child, as `WRAPPER EXE ARGS...`:
+ * qemu-aarch64-static when opperf itself runs under qemu-user on a host without binfmt_misc
+ * (there the kernel cannot exec the arm64 binary that /proc/self/exe names). EXE is this
+ * program's path, read before any fork. */
+static char self_exe[4096];
 
 void cli_isolate_save_args(int argc, char **argv) {
   saved = calloc((size_t)argc + 6, sizeof *saved);
@@ -26,6 +31,8 @@ void cli_isolate_save_args(int argc, char **argv) {
   saved[0] = "opperf";
   for (int i = 0; i < argc; i++) saved[i + 1] = strdup(argv[i]);
   n_saved = argc + 1;
+  ssize_t l = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
+  self_exe[l > 0 ? l : 0] = '\0';
 }
 
 static int write_all(int fd, const void *p, size_t n) {
@@ -157,6 +164,15 @@ int cli_isolate_run(int index, const opf_case *c, const char *set, const opf_pas
     argv[n_saved + 2] = "--child-fd";
     argv[n_saved + 3] = fdarg;
     argv[n_saved + 4] = NULL;
+    const char *wrap = getenv("OPPERF_EXEC_WRAPPER");
+    if (wrap && *wrap && self_exe[0]) {
+      char *wargv[n_saved + 6]; /* on the stack: no malloc between fork and exec */
+      wargv[0] = (char *)wrap;
+      wargv[1] = self_exe;
+      for (int i = 1; i <= n_saved + 4; i++) wargv[i + 1] = argv[i];
+      execvp(wrap, wargv);
+      _exit(127);
+    }
     execv("/proc/self/exe", argv);
     _exit(127);
   }
