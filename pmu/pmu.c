@@ -1095,35 +1095,38 @@ static void spin_us(unsigned us) {
     for (int i = 0; i < 256; i++) x += (unsigned)i;
 }
 
-/* Do the caller's hardware groups get a counter? Burns CPU on this thread, reading each
- * hardware group, until every group has run or a budget of one multiplexing rotation per
- * group (perf_event_mux_interval_ms) has passed. Returns the index of a group that was enabled
- * and never ran, or -1. */
+/* Do the caller's hardware groups get a counter? Burns CPU on this thread over a window: after
+ * a short settling spin, a first read of every hardware group, then spins and reads until the
+ * window has passed (1 ms for one group; with several, one multiplexing rotation per group,
+ * perf_event_mux_interval_ms, plus 1 ms). A group whose time enabled advanced over the window
+ * while its time running did not never got a counter (its first moments after the open do not
+ * count: a group can run briefly while it is installed and then never again, as the PMU lab
+ * saw with a pinned CPU-wide event). Returns the index of such a group, or -1. */
 static int probe_groups(opf_pmu *p) {
   int n_hw = 0;
   for (int g = 0; g < p->n_grp; g++) n_hw += p->ev[p->grp[g].ev[0]].kind == KIND_HW;
   if (!n_hw) return -1;
   int mux_ms = read_int_file("/sys/bus/event_source/devices/cpu/perf_event_mux_interval_ms", 4);
   if (mux_ms < 1 || mux_ms > 100) mux_ms = 4;
-  uint64_t budget = (uint64_t)(n_hw + 1) * (uint64_t)mux_ms * 1000000u;
-  uint64_t buf[OPF_READ_WORDS], t0 = mono_raw_ns();
-  int ran[OPF_PMU_MAX_EVENTS] = {0};
-  uint64_t en[OPF_PMU_MAX_EVENTS] = {0};
-  for (int iter = 0;; iter++) {
-    int missing = -1;
-    for (int g = 0; g < p->n_grp; g++) {
-      if (ran[g] || p->ev[p->grp[g].ev[0]].kind != KIND_HW) continue;
-      if (read_group(p, &p->th[0], &p->grp[g], buf) < 0) continue; /* the next read says why */
-      en[g] = buf[1];
-      if (buf[2] > 0)
-        ran[g] = 1;
-      else if (missing < 0)
-        missing = g;
-    }
-    if (missing < 0) return -1;
-    if (iter >= 2 * n_hw + 2 && mono_raw_ns() - t0 > budget) return en[missing] > 0 ? missing : -1;
+  uint64_t window = n_hw == 1 ? 1000000u : ((uint64_t)n_hw * (uint64_t)mux_ms + 1) * 1000000u;
+  uint64_t buf[OPF_READ_WORDS];
+  uint64_t en0[OPF_PMU_MAX_EVENTS] = {0}, run0[OPF_PMU_MAX_EVENTS] = {0};
+  uint64_t en1[OPF_PMU_MAX_EVENTS] = {0}, run1[OPF_PMU_MAX_EVENTS] = {0};
+  int ok0[OPF_PMU_MAX_EVENTS] = {0}, ok1[OPF_PMU_MAX_EVENTS] = {0};
+  spin_us(100);
+  for (int g = 0; g < p->n_grp; g++)
+    if (p->ev[p->grp[g].ev[0]].kind == KIND_HW && read_group(p, &p->th[0], &p->grp[g], buf) > 0)
+      ok0[g] = 1, en0[g] = buf[1], run0[g] = buf[2];
+  uint64_t t0 = mono_raw_ns();
+  for (int iter = 0; iter < n_hw + 1 || mono_raw_ns() - t0 < window; iter++) {
     spin_us(100);
+    for (int g = 0; g < p->n_grp; g++)
+      if (ok0[g] && read_group(p, &p->th[0], &p->grp[g], buf) > 0)
+        ok1[g] = 1, en1[g] = buf[1], run1[g] = buf[2];
   }
+  for (int g = 0; g < p->n_grp; g++)
+    if (ok0[g] && ok1[g] && en1[g] > en0[g] && run1[g] == run0[g]) return g;
+  return -1;
 }
 
 /* Group g never ran: split it in two (first half keeps its plan, the rest a new one), or, for

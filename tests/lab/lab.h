@@ -170,6 +170,9 @@ static inline opf_pmu *lab_opf_open(const char *name, const char *events) {
 
 /* Log every event of p with its group, status and (if m) the measured value and fraction. */
 static inline void lab_note_events(const char *name, const opf_pmu *p, const lab_meas *m) {
+#ifdef LAB_SNAP_OPAQUE
+  LAB_NOTE("%s: %s", name, opf_pmu_group_note(p));
+#endif
   for (size_t i = 0; i < opf_pmu_count(p); i++) {
     const opf_pmu_event *ev = opf_pmu_event_at(p, i);
     if (m && m->ok[i])
