@@ -76,8 +76,10 @@
   "fe_bandwidth = fe - fe_latency (TMA 4.x also subtracts INT_MISC.UOP_DROPPING: not here); bad_mispredict = bad * BR_MISP_RETIRED.ALL_BRANCHES / "     \
   "(BR_MISP_RETIRED.ALL_BRANCHES + MACHINE_CLEARS.COUNT); bad_clears = bad - bad_mispredict"
 #define F_AMD(w)                                                                               \
-  "slots = " w " * cycles; fe = DISPATCH_STALLS_1.FE_NO_OPS / slots; bad = (ops dispatched - "  \
-  "RETIRED_OPS) / slots; be = DISPATCH_STALLS_1.BE_STALLS / slots; ret = RETIRED_OPS / slots"
+  "slots = " w " * ls_not_halted_cyc (PMCx076); fe = de_no_dispatch_per_slot.no_ops_from_"     \
+  "frontend (PMCx1A0 umask 01H) / slots; bad = (de_src_op_disp.all (PMCx0AA umask 07H) - "      \
+  "ex_ret_ops (PMCx0C1)) / slots; be = de_no_dispatch_per_slot.backend_stalls (PMCx1A0 umask "  \
+  "1EH) / slots; ret = ex_ret_ops / slots"
 #define F_ARM                                                                                  \
   "slots = #slots * CPU_CYCLES; fe = STALL_SLOT_FRONTEND / slots; be = STALL_SLOT_BACKEND / "   \
   "slots; ret = OP_RETIRED / OP_SPEC * (1 - STALL_SLOT / slots); bad = (1 - OP_RETIRED / "      \

@@ -29,6 +29,7 @@ expect 2 "no top-down model 'no_such_cpu' (supported: hsw, hsw_ep" -- events --e
 expect 2 "amd64_fam1ah_zen5, arm_v1" -- events --explain topdown --pmu arm_n1
 expect 2 "only 'topdown' can be explained" -- events --explain cache
 expect 2 "--pmu goes with --explain topdown" -- events --pmu skx
+expect 2 "td:ret|td:bad|td:fe|td:be" -- sweep abs --plot-metric td:xx
 
 # --- a run with the preset: JSON topdown object, CSV columns ---------------------------------
 run=(run abs --dtype float32 --pass fwd --input x=256 "${quick[@]}")
