@@ -308,7 +308,8 @@ static int collect(const opf_result *r, const opf_td_model *m, int from, int to,
     char cnt[64] = "";
     if (counters > 0) snprintf(cnt, sizeof cnt, "; this CPU gives %d counters per group", counters);
     snprintf(why, why_n, "needs its %d events in one group%s (they were counted in %d groups: "
-             "never combined across groups)", to == m->n1 ? m->n1 : m->n, cnt, n_groups);
+             "never combined across groups; the NMI watchdog and other perf users hold counters)",
+             to == m->n1 ? m->n1 : m->n, cnt, n_groups);
     return 0;
   }
   return 1;
@@ -353,7 +354,7 @@ int opf_td_eval(const opf_result *r, int counters, int arm_slots, opf_td_result 
     return 1;
   }
   double v[OPF_TD_MAX_EV] = {0};
-  char why[200];
+  char why[240];
   if (!collect(r, m, 0, m->n1, &out->group, out->plm, sizeof out->plm, v, counters, why,
                sizeof why)) {
     snprintf(out->reason, sizeof out->reason, "top-down not available on %s: %s", m->pmu, why);

@@ -98,7 +98,7 @@ static void print_header(const opf_emitter *e, FILE *f, int md) {
             md ? "- " : "", md ? "" : "; `opperf events` shows what opens here");
   if (opf_td_requested(c->events, c->n_events)) {
     /* the model and its source once; each distinct reason why a case has no top-down */
-    static char shown[8][256];
+    static char shown[8][320];
     int n_shown = 0, model_done = 0;
     for (int k = 0; k < p->n; k++) {
       opf_td_result td;

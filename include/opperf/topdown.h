@@ -66,8 +66,8 @@ typedef struct opf_td_result {
   double slots;              /* slots per call */
   int group;                 /* the group the level-1 events were counted in */
   char plm[12];
-  char reason[256];          /* !has_l1: why */
-  char reason2[256];         /* level-2 buckets absent: why */
+  char reason[320];          /* !has_l1: why */
+  char reason2[320];         /* level-2 buckets absent: why */
   char verdict[128];         /* "" when no bucket dominates (see opf_td_verdict_rule) */
 } opf_td_result;
 
