@@ -385,6 +385,30 @@ def t_rand(kind):
 RAND = "random values differ by construction"
 
 
+def _bounds(I, p):
+    """clip/clamp's min and max: None when absent ("none" is an infinity in opperf's params);
+    integers for integer inputs (a float bound would promote the result to a float dtype)."""
+    lo, hi = p.f("min"), p.f("max")
+    lo = None if math.isinf(lo) else lo
+    hi = None if math.isinf(hi) else hi
+    if lo is None and hi is None:
+        raise Unsupported("min and max both none: torch.clamp and numpy.clip need one bound")
+    x = I["x"]
+    if not (x.is_floating_point() if hasattr(x, "is_floating_point") else x.dtype.kind == "f"):
+        lo, hi = (None if lo is None else int(lo)), (None if hi is None else int(hi))
+    return lo, hi
+
+
+def _clamp(M, I, p):
+    lo, hi = _bounds(I, p)
+    return M.clamp(I["x"], min=lo, max=hi)
+
+
+def _clip_np(M, I, p):
+    lo, hi = _bounds(I, p)
+    return M.clip(I["x"], lo, hi)
+
+
 # ---------------------------------------------------------------- the table
 def torch_table():
     t = {}
@@ -403,6 +427,8 @@ def torch_table():
     t["cbrt"] = NoEq("torch has no cube root (x ** (1/3) is NaN for negative x)")
     t["rcbrt"] = NoEq("torch has no reciprocal cube root")
     t["gamma"] = NoEq("torch has no gamma function (only lgamma)")
+    t["clip"] = E("torch.clamp", _clamp)
+    t["clamp"] = E("torch.clamp", _clamp)
     bi = {"add": "add", "sub": "sub", "mul": "mul", "mod": "remainder", "pow": "pow",
           "maximum": "maximum", "minimum": "minimum", "hypot": "hypot", "atan2": "atan2"}
     for op, f in bi.items():
@@ -676,6 +702,8 @@ def numpy_table():
           "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite"}
     for op, f in un.items():
         t[op] = E("numpy." + f, lambda M, I, p, f=f: getattr(M, f)(I["x"]))
+    t["clip"] = E("numpy.clip", _clip_np)
+    t["clamp"] = E("numpy.clip", _clip_np)
     bi = {"add": "add", "sub": "subtract", "mul": "multiply", "mod": "mod", "pow": "power",
           "maximum": "maximum", "minimum": "minimum", "hypot": "hypot", "atan2": "arctan2",
           "equal": "equal", "not_equal": "not_equal", "greater": "greater", "greater_equal": "greater_equal",

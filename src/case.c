@@ -107,10 +107,18 @@ static int parse_param(const opf_op *op, const opf_param_desc *pd, const char *v
   }
   case OPF_P_LIST: return OPF_EINVAL; /* parse_list_param */
   case OPF_P_FLOAT:
+    /* A range with one infinite end (clip's min and max) makes the param optional: "none"
+     * (absent, torch's None) is that end, and an infinity inside the range is a value. */
+    if (!strcmp(v, "none") && isinf(pd->min) != isinf(pd->max)) {
+      *out = isinf(pd->min) ? pd->min : pd->max;
+      return OPF_OK;
+    }
     *out = strtod(v, &end);
-    if (end == v || *end || errno || !isfinite(*out))
-      return opf_err_set(err, OPF_EINVAL, "param '%s' of '%s' must be a number, not '%s'",
-                         pd->name, op->name, v);
+    if (end == v || *end || (errno && !isinf(*out)) || isnan(*out) ||
+        (isinf(*out) && *out != pd->min && *out != pd->max))
+      return opf_err_set(err, OPF_EINVAL, "param '%s' of '%s' must be a number%s, not '%s'",
+                         pd->name, op->name,
+                         isinf(pd->min) != isinf(pd->max) ? " or none" : "", v);
     break;
   }
   if (*out < pd->min || *out > pd->max)

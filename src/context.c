@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "build_info.h"
+#include "opperf/blaskernel.h"
 #include "opperf/report.h"
 
 /* OpenBLAS extensions (declared in Debian's cblas.h as well; repeated for other builds). */
@@ -208,6 +209,18 @@ void opf_context_collect(opf_context *ctx, const opf_settings *s, const opf_pmu 
   snprintf(ctx->blas_library, sizeof ctx->blas_library, "%s", OPPERF_OPENBLAS_LIB);
   const char *core = openblas_get_corename();
   snprintf(ctx->blas_core, sizeof ctx->blas_core, "%s", core ? core : "unknown");
+  /* OpenBLAS's choice as it stands; the CLI overrides this when it chose the core itself
+   * (src/cli/blas.c re-executes with OPENBLAS_CORETYPE set). */
+  opf_cpu_desc cpu;
+  opf_cpu_desc_detect(&cpu);
+  opf_blas_decision bd;
+  opf_err berr;
+  if (!opf_blas_decide(&cpu, core, getenv("OPENBLAS_CORETYPE"), "native", &bd, &berr)) {
+    snprintf(ctx->blas_core_source, sizeof ctx->blas_core_source, "%s", opf_blas_source_name(bd.source));
+    snprintf(ctx->blas_core_openblas, sizeof ctx->blas_core_openblas, "%s", bd.openblas);
+    snprintf(ctx->blas_cpu_family, sizeof ctx->blas_cpu_family, "%s", bd.cpu_family);
+    opf_blas_note(&bd, ctx->blas_core_note, sizeof ctx->blas_core_note);
+  }
   relevant_env(ctx->env, sizeof ctx->env);
   ctx->loadavg_start = ctx->loadavg_end = loadavg1();
   ctx->omp_threads = omp_get_max_threads();

@@ -22,8 +22,10 @@
 void opf_settings_default(opf_settings *s) {
   memset(s, 0, sizeof *s);
   s->warmup = 0.05;
-  s->min_time = 0.2;
+  s->min_time = 0.05;
   s->max_time = 3.0;
+  s->ci_target = 0.03;
+  s->ci_time = 0.25;
   s->sample_time = 0.002;
   s->min_runs = 5;
   s->max_runs = 10000;
@@ -480,6 +482,14 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
   const opf_region_hooks *hk = s->hooks;
   double start = opf_now();
   int n = 0;
+  /* The samples so far in ascending order, for the adaptive stop (insertion: O(n) each). */
+  double *sorted = malloc(sizeof *sorted * (size_t)cap);
+  if (!sorted) {
+    rc = OPF_ENOMEM;
+    snprintf(c->err.msg, sizeof c->err.msg, "cannot allocate the sample buffer");
+    goto kernel_failed;
+  }
+  snprintf(r->stop, sizeof r->stop, "runs");
   for (;;) {
     window w;
     sample_window(c, pass, k, &fl, hk, pmu_live ? pmu : NULL, sa, sb, &w);
@@ -503,11 +513,33 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
     /* The harness's own count, paired with this sample: an empty window under the same
      * conditions (cache state, load) right after it. */
     if (snap_ok) empty_window(pmu, sa, sb, nev, &fl, ev_empty, ev_nr, cap);
+    int at = n - 1;
+    while (at > 0 && sorted[at - 1] > r->samples[n - 1]) sorted[at] = sorted[at - 1], at--;
+    sorted[at] = r->samples[n - 1];
     double elapsed = opf_now() - start;
     if (n >= cap) break;
-    if (n >= s->min_runs && r->total_time >= s->min_time) break;
-    if (elapsed >= s->max_time && n >= 3) break;
+    if (n >= s->min_runs && r->total_time >= s->min_time) {
+      double lo, hi;
+      if (s->ci_target <= 0) {
+        snprintf(r->stop, sizeof r->stop, "min-time");
+        break;
+      }
+      if (opf_median_ci95(sorted, n, &lo, &hi) == 0 && hi - lo <= s->ci_target * sorted[n / 2]) {
+        snprintf(r->stop, sizeof r->stop, "ci");
+        break;
+      }
+      if (r->total_time >= s->ci_time) {
+        snprintf(r->stop, sizeof r->stop, "ci-time");
+        break;
+      }
+    }
+    if (elapsed >= s->max_time && n >= 3) {
+      snprintf(r->stop, sizeof r->stop, "max-time");
+      break;
+    }
   }
+  if (n > 0 && opf_median_ci95(sorted, n, &r->ci_lo, &r->ci_hi) != 0) r->ci_lo = r->ci_hi = 0;
+  free(sorted);
   getrusage(RUSAGE_SELF, &ru1);
   opf_alloc_stats_get(&a2);
   if (rc) goto kernel_failed;

@@ -14,6 +14,8 @@ static cJSON *settings_json(const opf_settings *s) {
   cJSON_AddNumberToObject(o, "warmup_s", s->warmup);
   cJSON_AddNumberToObject(o, "min_time_s", s->min_time);
   cJSON_AddNumberToObject(o, "max_time_s", s->max_time);
+  cJSON_AddNumberToObject(o, "ci_target", s->ci_target);
+  cJSON_AddNumberToObject(o, "ci_time_s", s->ci_time);
   cJSON_AddNumberToObject(o, "sample_time_s", s->sample_time);
   cJSON_AddNumberToObject(o, "min_runs", s->min_runs);
   cJSON_AddNumberToObject(o, "max_runs", s->max_runs);
@@ -84,6 +86,10 @@ static cJSON *context_json(const opf_context *c) {
   cJSON_AddNumberToObject(blas, "threads", c->blas_threads);
   cJSON_AddStringToObject(blas, "library", c->blas_library);
   cJSON_AddStringToObject(blas, "core", c->blas_core);
+  cJSON_AddStringToObject(blas, "core_source", c->blas_core_source); /* src/cli/blas.c */
+  cJSON_AddStringToObject(blas, "core_openblas", c->blas_core_openblas);
+  cJSON_AddStringToObject(blas, "cpu_family", c->blas_cpu_family);
+  cJSON_AddStringToObject(blas, "core_note", c->blas_core_note);
   cJSON *ids = cJSON_AddArrayToObject(o, "build_ids"); /* GNU build-ids: src/buildids.c */
   for (int i = 0; i < c->n_build_ids; i++) {
     cJSON *k = cJSON_CreateObject();
@@ -169,6 +175,11 @@ static cJSON *result_json(const opf_result *r) {
     cJSON_AddNumberToObject(t, "mad", r->time.mad);
     cJSON_AddNumberToObject(t, "outliers", r->time.outliers);
     cJSON_AddNumberToObject(t, "measured_s", r->total_time);
+    if (r->ci_hi > 0) {
+      double ci[2] = {r->ci_lo, r->ci_hi};
+      cJSON_AddItemToObject(t, "median_ci95", cJSON_CreateDoubleArray(ci, 2));
+    }
+    if (r->stop[0]) cJSON_AddStringToObject(t, "stop", r->stop);
     if (r->cpu_samples && r->n_samples > 0) { /* process CPU time (all threads) per call */
       opf_stats cs;
       if (!opf_stats_compute(r->cpu_samples, r->n_samples, &cs))

@@ -53,9 +53,9 @@ static void print_header(const opf_emitter *e, FILE *f, int md) {
   if (md) fprintf(f, "**\n\n");
   /* The 1-minute load after the run includes the run's own threads; only the load before it
    * says whether something else was competing. */
-  fprintf(f, "%sBLAS: OpenBLAS %s (%s), %d threads; load average %.1f before the run%s, %.1f after "
+  fprintf(f, "%sBLAS: OpenBLAS %s%s%s (%s), %d threads; load average %.1f before the run%s, %.1f after "
              "(including this run)\n",
-          md ? "- " : "", c->blas_core, c->blas_parallel, c->blas_threads, c->loadavg_start,
+          md ? "- " : "", c->blas_core, c->blas_core_note[0] ? ", " : "", c->blas_core_note, c->blas_parallel, c->blas_threads, c->loadavg_start,
           c->loadavg_start > 0.5 * c->cpus_online ? " (busy machine: expect noise)" : "",
           c->loadavg_end);
   if (c->n_overhead) {

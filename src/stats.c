@@ -51,3 +51,16 @@ int opf_stats_compute(const double *x, int n, opf_stats *s) {
   free(v);
   return OPF_OK;
 }
+
+int opf_median_ci95(const double *sorted, int n, double *lo, double *hi) {
+  /* ranks (1-based) j = floor((n - 1.96 sqrt n) / 2), k = ceil(1 + (n + 1.96 sqrt n) / 2):
+   * P(x_(j) <= median <= x_(k)) >= 0.95 for any continuous distribution (normal approximation
+   * of the binomial; e.g. n = 25: [x_7, x_19]). */
+  if (!sorted || n < 8) return -1;
+  double h = 1.96 * sqrt((double)n);
+  int j = (int)floor(((double)n - h) / 2), k = (int)ceil(1 + ((double)n + h) / 2);
+  if (j < 1 || k > n) return -1;
+  *lo = sorted[j - 1];
+  *hi = sorted[k - 1];
+  return 0;
+}

@@ -55,6 +55,11 @@ int opf_tensor_compare(const opf_tensor *got, const opf_tensor *want, double rto
 uint64_t opf_mem_available(void);
 
 /* ---- statistics ---- */
+/* The distribution-free 95% confidence interval of the median of n samples (order statistics
+ * around n/2 +- 0.98 sqrt(n), the binomial's normal approximation; sorted must be ascending).
+ * Returns 0, or -1 when n is too small (< 8) for one. */
+int opf_median_ci95(const double *sorted, int n, double *lo, double *hi);
+
 typedef struct opf_stats {
   int n;
   double min, median, mean, p90, p99, max, stddev, cv;
@@ -97,6 +102,10 @@ typedef struct opf_settings {
   double warmup;      /* seconds of warm-up calls (at least one call) */
   double min_time;    /* measure at least this many seconds per case and pass */
   double max_time;    /* ... and stop after this many (when min_runs are reached) */
+  double ci_target;   /* adaptive stop: once min_runs and min_time are reached, stop when the
+                         95% confidence interval of the median is at most this wide relative to
+                         the median (0: off: stop at min_time) ... */
+  double ci_time;     /* ... or, if it never gets that tight, after this many seconds */
   double sample_time; /* calibrate calls per sample so a sample lasts at least this */
   int min_runs;       /* minimum samples */
   int max_runs;       /* maximum samples */
@@ -196,6 +205,8 @@ struct opf_result {
   /* time */
   int64_t batch;        /* calls per sample */
   int n_samples;
+  double ci_lo, ci_hi;  /* 95% confidence interval of the median time per call (0: none) */
+  char stop[12];        /* why sampling stopped: "ci", "min-time", "ci-time", "max-time", "runs" */
   double *samples;      /* seconds per call, one per sample (owned) */
   double *cpu_samples;  /* process CPU seconds (all threads) per call, per sample (owned) */
   double *sample_start; /* CLOCK_MONOTONIC_RAW seconds (opf_now) at each sample's start (owned;

@@ -36,7 +36,11 @@ typedef struct opf_context {
   int blas_threads;
   char blas_parallel[16];    /* "sequential", "pthreads", "openmp" */
   char blas_library[160];
-  char blas_core[32];        /* kernel family OpenBLAS chose (openblas_get_corename) */
+  char blas_core[32];        /* kernel family the run used (openblas_get_corename) */
+  char blas_core_source[16]; /* who chose it: "openblas", "environment", "opperf", "option" */
+  char blas_core_openblas[32]; /* the core OpenBLAS chose by itself (or took from the environment) */
+  char blas_cpu_family[32];  /* the best core family this CPU can run ("" when not x86) */
+  char blas_core_note[128];  /* "chosen by opperf: OpenBLAS detected Prescott", ... */
   char env[384];             /* environment that changes results: OPENBLAS_*, OMP_*, GOMP_* */
   double loadavg_start, loadavg_end; /* 1-minute load: a busy machine makes noisy figures */
   int omp_threads;

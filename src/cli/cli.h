@@ -124,4 +124,18 @@ void cli_progress_result(cli_progress *p, const opf_result *r);
 /* The last operator's line and, for a long run, the summary naming the report files. */
 void cli_progress_finish(cli_progress *p, char *const *paths, int n_paths);
 
+/* The OpenBLAS kernel (src/cli/blas.c, opperf/blaskernel.h). Save the command's arguments
+ * before option parsing tokenises them; then cli_blas_setup(request, exec_ok): request is
+ * --blas-kernel's value (NULL: $OPPERF_BLAS_KERNEL, else "auto"). When OpenBLAS's core is below
+ * the CPU (or NAME differs from it) and exec_ok, the command re-executes itself with
+ * OPENBLAS_CORETYPE set and does not return; otherwise returns 0, or prints the error and
+ * returns 2 for a bad request. */
+#include <stdio.h>
+void cli_blas_save_args(int argc, char **argv);
+int cli_blas_setup(const char *request, int exec_ok);
+/* Fill the context's BLAS core fields from what cli_blas_setup decided (after collect). */
+void cli_blas_context(opf_context *ctx);
+/* `opperf machine` / `opperf events`: one line on f when OpenBLAS's core is below the CPU. */
+void cli_blas_mismatch_print(FILE *f);
+
 #endif

@@ -369,5 +369,6 @@ int cmd_events(int argc, char **argv) {
   opf_textable_free(t);
   printf("\n");
   verdict(&ty);
+  cli_blas_mismatch_print(stdout); /* OpenBLAS below this CPU's kernels (src/cli/blas.c) */
   return EXIT_OK;
 }

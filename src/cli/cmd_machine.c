@@ -66,6 +66,7 @@ static void print_table(const opf_machine *m, const char *path, const char *sour
          "GB = 1e9 bytes; triad traffic = 3 x 8 bytes per element (STREAM; write-allocate not "
          "counted).\n",
          m->cpu_model, m->cpus, m->isa, m->timestamp, source, path);
+  cli_blas_mismatch_print(stdout); /* OpenBLAS below this CPU's kernels (src/cli/blas.c) */
 }
 
 static int print_json(const opf_machine *m, const char *path, const char *source) {

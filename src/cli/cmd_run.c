@@ -60,6 +60,7 @@ typedef struct run_opts {
   const char *perf_ctl;   /* --perf-control SPEC (NULL: $OPPERF_PERF_CONTROL) */
   int peer_lib, peer_check; /* --baseline torch|numpy (-1: none), --check */
   cli_profile prof;       /* --profile, --profile-*: src/cli/profile_cli.c */
+  const char *blas_kernel; /* --blas-kernel auto|native|NAME (NULL: $OPPERF_BLAS_KERNEL) */
 } run_opts;
 
 static void usage(void) {
@@ -87,7 +88,10 @@ static void usage(void) {
       "                       with --baseline also against the peer (see below)\n"
       "measurement:\n"
       "  --warmup SEC         warm-up time per case (default 0.05)\n"
-      "  --min-time SEC       measure at least this long per case and pass (default 0.2)\n"
+      "  --min-time SEC       measure at least this long per case and pass (default 0.05)\n"
+      "  --target-ci PCT      then stop once the 95%% confidence interval of the median is\n"
+      "                       at most PCT of it wide (default 3%%; 0: stop at --min-time)\n"
+      "  --ci-time SEC        ... or after this long if it never gets that tight (default 0.25)\n"
       "  --max-time SEC       stop after this long once 3 samples exist (default 3)\n"
       "  --runs N             exactly N samples per case (overrides the time limits)\n"
       "  --sample-time SEC    calibrate calls per sample to last this long (default 0.002)\n"
@@ -99,6 +103,11 @@ static void usage(void) {
       "                       event name, or none\n"
       "  --backend callgrind  re-run under valgrind's callgrind: simulated, deterministic\n"
       "                       counters per call (sim:Ir, sim:D1mr, ...); times are not real\n"
+      "  --blas-kernel K      OpenBLAS kernel family: auto (default, also $OPPERF_BLAS_KERNEL):\n"
+      "                       when OpenBLAS fell back below what the CPU runs (a CPU newer\n"
+      "                       than the library), use the CPU's family (SkylakeX, Cooperlake,\n"
+      "                       Haswell, ...); an OPENBLAS_CORETYPE of the environment is kept;\n"
+      "                       native: OpenBLAS's own choice; NAME: that core (e.g. Haswell)\n"
       "output:\n"
       "  --format LIST        table (default), json, jsonl (streamed), csv, md, gbench (Google\n"
       "                       Benchmark JSON), trace (Chrome trace events: Perfetto,\n"
@@ -266,16 +275,18 @@ static int setup_baselines(run_opts *o) {
 
 static int parse_args(int argc, char **argv, run_opts *o) {
   enum { O_SHAPES = 256, O_INPUT, O_PARAM, O_CONFIG, O_DTYPE, O_PASS, O_WARMUP, O_MINTIME,
+         O_TARGETCI, O_CITIME,
          O_MAXTIME, O_RUNS, O_SAMPLE, O_THREADS, O_CPU, O_CACHE, O_SEED, O_EVENTS, O_FORMAT,
          O_DRY, O_BACKEND, O_RANDOM, O_SAVE, O_SAVE_BASE, O_CMP_BASE, O_BASE_DIR, O_THRESH,
          O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_CHILD_CASE, O_CHILD_FD, O_IMPL, O_REPS, O_METRIC,
-         O_PERF_CTL, O_PEER, O_PLUGIN, O_CHECK,
+         O_PERF_CTL, O_PEER, O_PLUGIN, O_CHECK, O_BLAS,
          O_PROFILE, O_PROFILE_LAST = O_PROFILE + CLI_PROFILE_NOPTS - 1 };
   static const struct option opts[] = {
       {"shapes", required_argument, 0, O_SHAPES}, {"input", required_argument, 0, O_INPUT},
       {"param", required_argument, 0, O_PARAM},   {"config", required_argument, 0, O_CONFIG},
       {"dtype", required_argument, 0, O_DTYPE},   {"pass", required_argument, 0, O_PASS},
       {"warmup", required_argument, 0, O_WARMUP}, {"min-time", required_argument, 0, O_MINTIME},
+      {"target-ci", required_argument, 0, O_TARGETCI}, {"ci-time", required_argument, 0, O_CITIME},
       {"max-time", required_argument, 0, O_MAXTIME}, {"runs", required_argument, 0, O_RUNS},
       {"sample-time", required_argument, 0, O_SAMPLE}, {"threads", required_argument, 0, O_THREADS},
       {"cpu", required_argument, 0, O_CPU},       {"cache", required_argument, 0, O_CACHE},
@@ -292,7 +303,8 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       {"repetitions", required_argument, 0, O_REPS}, {"metric", required_argument, 0, O_METRIC},
       {"verbose", no_argument, 0, 'v'}, {"perf-control", required_argument, 0, O_PERF_CTL},
       {"baseline", required_argument, 0, O_PEER}, {"check", no_argument, 0, O_CHECK},
-      {"plugin", required_argument, 0, O_PLUGIN}, CLI_PROFILE_OPTIONS(O_PROFILE), {0, 0, 0, 0}};
+      {"plugin", required_argument, 0, O_PLUGIN}, {"blas-kernel", required_argument, 0, O_BLAS},
+      CLI_PROFILE_OPTIONS(O_PROFILE), {0, 0, 0, 0}};
   opf_settings_default(&o->s);
   o->threshold = 0.05;
   o->isolate = -1;
@@ -332,6 +344,11 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     case O_PASS: o->passes = optarg; o->passes_explicit = 1; break;
     case O_WARMUP: if (cli_parse_seconds("--warmup", optarg, &o->s.warmup)) return 2; break;
     case O_MINTIME: if (cli_parse_seconds("--min-time", optarg, &o->s.min_time)) return 2; break;
+    case O_CITIME: if (cli_parse_seconds("--ci-time", optarg, &o->s.ci_time)) return 2; break;
+    case O_TARGETCI:
+      if (!cli_parse_fraction(optarg, &o->s.ci_target))
+        return cli_usage_error("--target-ci needs a share such as 2%% or 0.02 (0: off), not '%s'", optarg);
+      break;
     case O_MAXTIME: if (cli_parse_seconds("--max-time", optarg, &o->s.max_time)) return 2; break;
     case O_SAMPLE: if (cli_parse_seconds("--sample-time", optarg, &o->s.sample_time)) return 2; break;
     case O_METRIC: o->metric = optarg; break;
@@ -401,6 +418,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       break;
     case O_BACKEND: if (cli_backend_parse(optarg, &o->backend)) return 2; break;
     case O_PEER: if (cli_peer_parse(optarg, &o->peer_lib)) return 2; break;
+    case O_BLAS: o->blas_kernel = optarg; break;
     case ':': return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
     default: return cli_usage_error("run: unknown option '%s' (see opperf run -h)", argv[optind - 1]);
     }
@@ -624,6 +642,7 @@ int cmd_run(int argc, char **argv) {
   run_opts o;
   memset(&o, 0, sizeof o);
   cli_backend_save_args(argc, argv); /* before parse_args tokenises --format in place */
+  cli_blas_save_args(argc, argv);
   cli_isolate_save_args(argc, argv);
   char command[512]; /* for the context block, also taken before the tokenising */
   cli_join_argv(argc, argv, command, sizeof command);
@@ -632,6 +651,8 @@ int cmd_run(int argc, char **argv) {
   o.verbose |= cli_verbose_env();
   int pass_mask;
   if (cli_parse_passes(o.passes, &pass_mask)) return EXIT_USAGE;
+  /* OpenBLAS's kernel family: may re-execute this command with OPENBLAS_CORETYPE set. */
+  if (cli_blas_setup(o.blas_kernel, !o.dry_run && o.backend == CLI_BK_NATIVE)) return EXIT_USAGE;
 
   int max_ops = opf_op_count() + 1, nops = 0;
   const opf_op **ops = calloc((size_t)max_ops, sizeof *ops);
@@ -738,6 +759,7 @@ int cmd_run(int argc, char **argv) {
   resolve_paths(&o, paths);
   if (ctx) {
     opf_context_collect(ctx, &o.s, pmu, command);
+    cli_blas_context(ctx);
     /* The harness's own cost per sample, on an empty operator: timer only, and with the
      * run's counters (absent when none of them opens: never a made-up figure). */
     const char *what[2] = {"timer", o.s.events};

@@ -54,6 +54,7 @@ typedef struct sweep_opts {
   int verbose;
   cli_backend_kind backend;
   const char *perf_ctl; /* --perf-control SPEC (NULL: $OPPERF_PERF_CONTROL) */
+  const char *blas_kernel; /* --blas-kernel (src/cli/blas.c) */
 } sweep_opts;
 
 /* --plot-metric td:ret|td:bad|td:fe|td:be: index in opf_td_result.l1, -1 otherwise. */
@@ -86,6 +87,8 @@ static void usage(void) {
       "  --cache LIST         warm (default), cold, or warm,cold (both in one sweep)\n"
       "  --events LIST        counters (default sw): cache and tlb add misses per KiB/element\n"
       "  --backend callgrind  simulated cache misses (sim:D1mr, sim:DLmr, ...); times not real\n"
+      "  --blas-kernel K      OpenBLAS kernel family: auto (default), native or a core name\n"
+      "                       (see opperf run -h)\n"
       "  --threads N, --cpu LIST, --seed N, --warmup SEC, --min-time SEC, --max-time SEC,\n"
       "  --runs N, --sample-time SEC\n"
       "output:\n"
@@ -107,13 +110,14 @@ static void usage(void) {
 static int parse_args(int argc, char **argv, sweep_opts *o) {
   enum { O_SHAPES = 256, O_VARY, O_ASPECT, O_INPUT, O_PARAM, O_DTYPE, O_PASS, O_CACHE, O_EVENTS,
          O_BACKEND, O_THREADS, O_CPU, O_SEED, O_WARMUP, O_MINTIME, O_MAXTIME, O_RUNS, O_SAMPLE,
-         O_FORMAT, O_PLOT, O_PLOT_METRIC, O_PERF_CTL, O_PLUGIN };
+         O_FORMAT, O_PLOT, O_PLOT_METRIC, O_PERF_CTL, O_PLUGIN, O_BLAS };
   static const struct option opts[] = {
       {"shapes", required_argument, 0, O_SHAPES}, {"vary", required_argument, 0, O_VARY},
       {"aspect", required_argument, 0, O_ASPECT}, {"input", required_argument, 0, O_INPUT},
       {"param", required_argument, 0, O_PARAM},   {"dtype", required_argument, 0, O_DTYPE},
       {"pass", required_argument, 0, O_PASS},     {"cache", required_argument, 0, O_CACHE},
       {"events", required_argument, 0, O_EVENTS}, {"backend", required_argument, 0, O_BACKEND},
+      {"blas-kernel", required_argument, 0, O_BLAS},
       {"threads", required_argument, 0, O_THREADS}, {"cpu", required_argument, 0, O_CPU},
       {"seed", required_argument, 0, O_SEED},     {"warmup", required_argument, 0, O_WARMUP},
       {"min-time", required_argument, 0, O_MINTIME}, {"max-time", required_argument, 0, O_MAXTIME},
@@ -158,6 +162,7 @@ static int parse_args(int argc, char **argv, sweep_opts *o) {
       snprintf(o->s.events, sizeof o->s.events, "%s", strcmp(optarg, "none") ? optarg : "");
       break;
     case O_BACKEND: if (cli_backend_parse(optarg, &o->backend)) return 2; break;
+    case O_BLAS: o->blas_kernel = optarg; break;
     case O_THREADS:
       if (!cli_parse_int(optarg, &v) || v < 1 || v > 1024)
         return cli_usage_error("--threads needs a count between 1 and 1024, not '%s'", optarg);
@@ -447,6 +452,8 @@ static void render_table(FILE *f, int md, const sweep_state *st, const sweep_poi
   else {
     fprintf(f, "opperf sweep %s: %s, %s; %s, %d CPUs, %d thread%s\n", op, what, opf_dtype_name(dt), ctx->cpu_model,
             ctx->cpus_online, ctx->settings.threads, ctx->settings.threads == 1 ? "" : "s");
+    fprintf(f, "BLAS: OpenBLAS %s%s%s\n", ctx->blas_core, ctx->blas_core_note[0] ? ", " : "",
+            ctx->blas_core_note);
     if (st->any_cyc_est)
       fprintf(f, "cycles/elem estimated from task-clock x %.0f MHz, the nominal frequency (%s; no cycles counter)\n",
               ctx->mhz, ctx->mhz_source);
@@ -575,6 +582,13 @@ static char *render_json(const sweep_state *st, const sweep_point *pts, const sw
   cJSON_AddStringToObject(c, "events", ctx->settings.events);
   cJSON_AddStringToObject(c, "timestamp", ctx->timestamp);
   cJSON_AddStringToObject(c, "command", ctx->command);
+  cJSON *blas = cJSON_AddObjectToObject(c, "blas"); /* as opperf run's context: src/cli/blas.c */
+  cJSON_AddStringToObject(blas, "core", ctx->blas_core);
+  cJSON_AddStringToObject(blas, "core_source", ctx->blas_core_source);
+  cJSON_AddStringToObject(blas, "core_openblas", ctx->blas_core_openblas);
+  cJSON_AddStringToObject(blas, "cpu_family", ctx->blas_cpu_family);
+  cJSON_AddStringToObject(blas, "core_note", ctx->blas_core_note);
+  cJSON_AddStringToObject(c, "environment", ctx->env);
   if (ctx->interrupted) cJSON_AddTrueToObject(c, "interrupted"); /* SIGINT/SIGTERM: partial sweep */
   cJSON *pa = cJSON_AddArrayToObject(root, "points");
   for (int i = 0; i < nrows; i++) {
@@ -697,6 +711,7 @@ int cmd_sweep(int argc, char **argv) {
   sweep_opts o;
   memset(&o, 0, sizeof o);
   cli_backend_save_args(argc, argv);
+  cli_blas_save_args(argc, argv);
   char command[512];
   cli_join_argv(argc, argv, command, sizeof command);
   int rc = parse_args(argc, argv, &o);
@@ -704,6 +719,8 @@ int cmd_sweep(int argc, char **argv) {
   o.verbose |= cli_verbose_env();
   const opf_op *op = opf_op_find(argv[optind]);
   if (!op) return cli_unknown_op(argv[optind]);
+  /* OpenBLAS's kernel family: may re-execute this command with OPENBLAS_CORETYPE set. */
+  if (cli_blas_setup(o.blas_kernel, o.backend == CLI_BK_NATIVE)) return EXIT_USAGE;
   int pass_mask;
   if (cli_parse_passes(o.passes, &pass_mask)) return EXIT_USAGE;
   opf_pass passes[OPF_NPASSES];
@@ -801,6 +818,7 @@ int cmd_sweep(int argc, char **argv) {
   rc = !ctx || !rows ? opf_err_set(&e, OPF_ENOMEM, "out of memory") : 0;
   if (!rc) {
     opf_context_collect(ctx, &o.s, pmu, command);
+    cli_blas_context(ctx);
     rc = cli_backend_context(&bk, ctx, &e);
   }
   if (!rc && o.fmt == OPF_FMT_TRACE) rc = opf_emitter_begin(&trace, OPF_FMT_TRACE, o.output, ctx, &e);
