@@ -27,6 +27,10 @@
  *   Bad_Speculation. Pipeline_Width: 4 (Skylake and earlier), 5 (Sunny Cove: Ice Lake), 6
  *   (Golden Cove: Sapphire Rapids); libpfm4 4.13 encodes IDQ_UOPS_NOT_DELIVERED:
  *   CYCLES_0_UOPS_DELIV_CORE with cmask 4 / 5 / 6 on skx / icl / spr, the same widths.
+ * - Counters are per thread (perf_event_open on each thread of the process), so the Intel rows
+ *   use TMA's per-thread (SMT off) form: CPU_CLK_UNHALTED.THREAD and INT_MISC.RECOVERY_CYCLES,
+ *   not the *_ANY core-wide variants; with a busy Hyper-Threading sibling the shares are the
+ *   thread's view, approximate.
  * - Ice Lake and later count slots in fixed counter 3 (TOPDOWN.SLOTS, event 00H umask 04H, Intel
  *   SDM vol. 3B). The kernel's own topdown-* events read the PERF_METRICS MSR; libpfm4 4.13 has
  *   no encoding for them (they are not in its icl/icx/spr tables), so these rows use the
@@ -93,7 +97,9 @@
   "than one group holds next to level 1"
 #define NO_L2_AMD                                                                              \
   "level 2 not in the table: the kernel's PipelineL2 metrics need 6 more events, one group "   \
-  "holds 6 (level 1 takes 5); smt_contention (PMCx1A0 umask 60H) not opened for the same reason"
+  "holds 6 (level 1 takes 5); the smt_contention bucket (PMCx1A0 umask 60H) is not opened "     \
+  "either (6 events would not fit next to the NMI watchdog), so with a busy SMT sibling the "   \
+  "four shares sum to less than 100%"
 #define NO_L2_ARM "level 2 not in the table (sbsa.json defines level 1 only)"
 
 /* Intel level-1 events (classic) and level 2 for cores with 8 general-purpose counters. */
