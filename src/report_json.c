@@ -243,6 +243,8 @@ static void add_topdown(cJSON *o, const opf_emitter *e, const opf_result *r) {
     cJSON_AddStringToObject(t, "model", td.model->pmu);
     cJSON_AddStringToObject(t, "cpu", td.model->cpu);
     cJSON_AddStringToObject(t, "formula", td.model->formula);
+    if (td.model->formula2) cJSON_AddStringToObject(t, "formula_level2", td.model->formula2);
+    if (td.model->width > 0) cJSON_AddNumberToObject(t, "slots_per_cycle", td.model->width);
     cJSON_AddStringToObject(t, "source", td.model->source);
   }
   cJSON_AddBoolToObject(t, "available", td.has_l1);
