@@ -24,6 +24,7 @@
 
 #include "opperf/error.h"
 #include "opperf/pmu.h"
+#include "opperf/topdown.h"
 #include "pmu_internal.h"
 
 /* Thread coverage: counters are opened on every thread of /proc/self/task (inherit cannot reach
@@ -323,60 +324,38 @@ static const struct {
       {"iTLB-load-misses", "perf::ITLB-LOAD-MISSES"}}},
     {"branch", "branches and branch misses", 2,
      {{"branches", "perf::BRANCHES"}, {"branch-misses", "perf::BRANCH-MISSES"}}},
-    {"topdown", "level-1 top-down slots of the core PMU libpfm4 detects", -1, {{0, 0}}},
+    {"topdown", "top-down slots (level 1, level 2 where known) for this CPU's model", -1, {{0, 0}}},
 };
 #define N_PRESETS ((int)(sizeof k_presets / sizeof k_presets[0]))
 
-/* Level-1 top-down events per libpfm4 core PMU, as libpfm4 strings ("P::" is replaced by the
- * PMU name). Chosen so each set fits the general-purpose counters of its CPU in one group.
- * - Intel before Ice Lake (Yasin's method, 4 slots per cycle): slots = 4 * cycles, issued
- *   UOPS_ISSUED.ANY, retired UOPS_RETIRED.RETIRE_SLOTS, frontend bubbles
- *   IDQ_UOPS_NOT_DELIVERED.CORE, recovery INT_MISC.RECOVERY_CYCLES.
- * - Ice Lake and later: TOPDOWN.SLOTS (fixed counter 3) with the same four (UOPS_RETIRED.SLOTS).
- *   libpfm4 4.13 has no PERF_METRICS pseudo-events, so the kernel's topdown-* metrics are not
- *   used.
- * - AMD Zen 4 (PPR 19h model 11h): 6 dispatch slots per cycle = CYCLES_NOT_IN_HALT, frontend
- *   DISPATCH_STALLS_1.FE_NO_OPS, backend DISPATCH_STALLS_1.BE_STALLS, dispatched ops
- *   OPS_SOURCE_DISPATCHED_FROM_DECODER (all sources), RETIRED_OPS (bad speculation = dispatched
- *   - retired).
- * Any other PMU (AMD Zen 1-3 have no dispatch-slot events; Zen 5 is unknown to libpfm4 4.13)
- * gets no table: the preset then is one NOT_SUPPORTED event, not some other set. Every string
- * is checked against libpfm4 by tests/unit/test_pmu_golden.c. */
-static const char *const k_td_intel_old[] = {"perf::CYCLES", "P::UOPS_ISSUED:ANY",
-                                             "P::UOPS_RETIRED:RETIRE_SLOTS",
-                                             "P::IDQ_UOPS_NOT_DELIVERED:CORE",
-                                             "P::INT_MISC:RECOVERY_CYCLES", NULL};
-static const char *const k_td_intel_slots[] = {"P::TOPDOWN:SLOTS", "P::UOPS_ISSUED:ANY",
-                                               "P::UOPS_RETIRED:SLOTS",
-                                               "P::IDQ_UOPS_NOT_DELIVERED:CORE",
-                                               "P::INT_MISC:RECOVERY_CYCLES", NULL};
-static const char *const k_td_zen4[] = {
-    "P::CYCLES_NOT_IN_HALT", "P::DISPATCH_STALLS_1:FE_NO_OPS", "P::DISPATCH_STALLS_1:BE_STALLS",
-    "P::OPS_SOURCE_DISPATCHED_FROM_DECODER:DECODER:OPCACHE:LOOP_BUFFER", "P::RETIRED_OPS", NULL};
-static const struct {
-  const char *pmu;
-  const char *const *ev;
-} k_topdown[] = {
-    {"hsw", k_td_intel_old},    {"hsw_ep", k_td_intel_old},  {"bdw", k_td_intel_old},
-    {"bdw_ep", k_td_intel_old}, {"skl", k_td_intel_old},     {"skx", k_td_intel_old},
-    {"clx", k_td_intel_old},    {"icl", k_td_intel_slots},   {"icx", k_td_intel_slots},
-    {"spr", k_td_intel_slots},  {"amd64_fam19h_zen4", k_td_zen4},
-};
+/* Top-down events per core PMU: the rows of pmu/topdown.c (include/opperf/topdown.h), which
+ * cite their sources and carry the formulas. Each row's level-1 events fit one group of its
+ * CPU's counters; a CPU without a row gets the preset as one NOT_SUPPORTED event, never some
+ * other set. Every string is checked against libpfm4 by tests/unit/test_pmu_golden.c. */
+static int td_members(const char *pmu, char names[][96], char encs[][96], int max) {
+  const opf_td_model *m = opf_td_model_find(pmu);
+  if (!m) return 0;
+  int n = 0;
+  for (int j = 0; j < m->n && n < max; j++, n++) {
+    opf_td_event_name(m, j, names[n], 96);
+    opf_td_event_enc(m, j, encs[n], 96);
+    /* Arm rows: libpfm4's table of that core where it has the event, else the common event
+     * number (the PMUv3 driver takes it raw whatever the core), as the arm64 presets do. */
+    if (m->method == OPF_TD_ARM_SLOTS && m->raw[j]) {
+      struct perf_event_attr a;
+      char why[64];
+      if (opf_pfm_init(NULL, 0) != OPF_OK ||
+          opf_pfm_encode(encs[n], &a, NULL, 0, why, sizeof why) != PFM_SUCCESS)
+        snprintf(encs[n], 96, "%s", m->raw[j]);
+    }
+  }
+  return n;
+}
 
 int opf_pmu_topdown_members(const char *pmu, char out[][96], int max) {
-  if (!pmu) return 0;
-  for (size_t t = 0; t < sizeof k_topdown / sizeof k_topdown[0]; t++) {
-    if (strcmp(pmu, k_topdown[t].pmu) != 0) continue;
-    int n = 0;
-    for (const char *const *e = k_topdown[t].ev; *e && n < max; e++, n++) {
-      if (strncmp(*e, "P::", 3) == 0)
-        snprintf(out[n], 96, "%s::%s", pmu, *e + 3);
-      else
-        snprintf(out[n], 96, "%s", *e);
-    }
-    return n;
-  }
-  return 0;
+  char encs[OPF_TD_MAX_EV][96];
+  if (max > OPF_TD_MAX_EV) max = OPF_TD_MAX_EV;
+  return pmu ? td_members(pmu, out, encs, max) : 0;
 }
 
 static pthread_mutex_t g_td_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -399,8 +378,9 @@ static void list_append(char *buf, size_t n, const char *sep, const char *s) {
   buf[l] = '\0';
 }
 
-/* Members of the topdown preset here; 0 with a reason in why when there are none. */
-static int topdown_resolve(char out[][96], int max, char *why, size_t why_n) {
+/* The top-down model of this machine (or the one a test forced) in model: 1, or 0 with a
+ * reason in why when there is none. */
+static int topdown_model(char *model, size_t model_n, char *why, size_t why_n) {
   char forced[64];
   pthread_mutex_lock(&g_td_mu);
   int is_forced = g_td_forced;
@@ -427,18 +407,25 @@ static int topdown_resolve(char out[][96], int max, char *why, size_t why_n) {
   snprintf(list, sizeof list, "%s", cores);
   char *save = NULL;
   for (char *c = strtok_r(list, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
-    int n = opf_pmu_topdown_members(c, out, max);
-    if (n > 0) {
+    if (opf_td_model_find(c)) {
       snprintf(why, why_n, "for %s", c);
-      return n;
+      snprintf(model, model_n, "%s", c);
+      return 1;
     }
   }
+  /* libpfm4 4.13 does not know AMD Zen 5: the row's raw PPR codes, by CPUID. */
+  const char *cm = is_forced ? NULL : opf_td_cpuid_model();
+  if (!cores[0] && cm && opf_td_model_find(cm)) {
+    snprintf(why, why_n, "for %s (CPUID; raw codes: libpfm4 has no table for it)", cm);
+    snprintf(model, model_n, "%s", cm);
+    return 1;
+  }
   if (cores[0])
-    snprintf(why, why_n,
-             "not available: no level-1 top-down events known for core PMU %s", cores);
+    snprintf(why, why_n, "top-down not available on %s: not in opperf's top-down table "
+             "(supported: see opperf events --explain topdown --pmu x)", cores);
   else
     snprintf(why, why_n,
-             "not available: libpfm4 detects no core PMU for this CPU (detected: %s)",
+             "top-down not available: libpfm4 detects no core PMU for this CPU (detected: %s)",
              all[0] ? all : "none");
   return 0;
 }
@@ -540,7 +527,11 @@ int opf_pmu_preset_at(int k, opf_pmu_preset_info *out) {
     return OPF_OK;
   }
   if (opf_pfm_init(out->note, sizeof out->note) != OPF_OK) return OPF_OK;
-  out->n = topdown_resolve(out->member, OPF_PMU_PRESET_MAX, out->note, sizeof out->note);
+  char model[64];
+  if (topdown_model(model, sizeof model, out->note, sizeof out->note)) {
+    char encs[OPF_PMU_PRESET_MAX][96];
+    out->n = td_members(model, out->member, encs, OPF_PMU_PRESET_MAX);
+  }
   return OPF_OK;
 }
 
@@ -653,11 +644,13 @@ static int add_token(opf_pmu *p, const char *tok, opf_err *err) {
     return OPF_OK;
   }
   if (k >= 0) { /* topdown */
-    opf_pmu_preset_info info;
-    opf_pmu_preset_at(k, &info);
-    if (info.n == 0) return add_unavailable(p, k_presets[k].name, info.note, err);
-    for (int j = 0; j < info.n; j++) {
-      int rc = add_event(p, info.member[j], info.member[j], err);
+    char model[64], why[192], names[OPF_TD_MAX_EV][96], encs[OPF_TD_MAX_EV][96];
+    int n = 0;
+    if (opf_pfm_init(why, sizeof why) == OPF_OK && topdown_model(model, sizeof model, why, sizeof why))
+      n = td_members(model, names, encs, OPF_TD_MAX_EV);
+    if (n == 0) return add_unavailable(p, k_presets[k].name, why, err);
+    for (int j = 0; j < n; j++) {
+      int rc = add_event(p, names[j], encs[j], err);
       if (rc != OPF_OK) return rc;
     }
     return OPF_OK;

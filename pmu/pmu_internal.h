@@ -57,8 +57,9 @@ int opf_pmu_arm_preset(const char *preset, const char *pmu, char names[][96], ch
 /* Pretend libpfm4 detected this core PMU when resolving the topdown preset ("skx", "icl",
  * "amd64_fam19h_zen4"; "" = none detected; NULL = use what libpfm4 really detects). */
 void opf_pmu_set_topdown_pmu(const char *pmu);
-/* The topdown members for a libpfm4 PMU name, written as libpfm4 strings into out. Returns
- * how many (0: libpfm4 has no top-down table for that PMU in opperf). */
+/* The topdown members for a model of the top-down table (libpfm4 PMU name), as shown (the
+ * libpfm4 strings; the kernel's names for Zen 5's raw codes) into out. Returns how many (0:
+ * no row for that PMU). */
 int opf_pmu_topdown_members(const char *pmu, char out[][96], int max);
 /* opf_pmu_read through read() only, never rdpmc (to compare the two paths). */
 int opf_pmu_read_syscall(opf_pmu *p, opf_pmu_snap *s);

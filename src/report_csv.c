@@ -2,6 +2,7 @@
  * trailing column per requested counter, named "<event>_per_call". */
 #include <string.h>
 
+#include "opperf/topdown.h"
 #include "report_impl.h"
 #include "report_peer.h"
 
@@ -33,6 +34,9 @@ static int csv_begin(opf_emitter *e) {
     snprintf(h, sizeof h, "%s_per_call", e->ctx->events[i].name);
     field(e->out, h, 0);
   }
+  /* topdown preset: level-1 shares of slots (0..1), last, so runs without it keep the header */
+  if (opf_td_requested(e->ctx->events, e->ctx->n_events))
+    fputs(",td_retiring,td_bad_speculation,td_frontend_bound,td_backend_bound,td_verdict", e->out);
   if (e->ctx->peer[0]) /* --baseline torch|numpy */
     fputs(",peer_library,peer_op,peer_status,peer_median_s,ratio_ours_over_peer,check,max_abs_err,max_rel_err", e->out);
   fputc('\n', e->out);
@@ -76,6 +80,16 @@ static int csv_record(opf_emitter *e, const opf_result *r) {
     const opf_event_result *ev = i < r->n_events ? &r->events[i] : NULL;
     fputc(',', f);
     if (ev && ev->has_value) fprintf(f, "%.9g", ev->per_call);
+  }
+  if (opf_td_requested(e->ctx->events, e->ctx->n_events)) {
+    opf_td_result td;
+    int have = opf_td_eval(r, opf_td_counters_from_note(e->ctx->pmu_note), 0, &td) && td.has_l1;
+    for (int k = 0; k < OPF_TD_N1; k++) {
+      fputc(',', f);
+      if (have) fprintf(f, "%.6g", td.l1[k]);
+    }
+    fputc(',', f);
+    field(f, have ? td.verdict : "", 0);
   }
   const opf_peer_result *p = r->peer;
   if (e->ctx->peer[0]) { /* --baseline torch|numpy: empty fields when this case had no peer */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opperf/topdown.h"
 #include "report_impl.h"
 #include "report_peer.h"
 
@@ -230,9 +231,44 @@ static cJSON *result_json(const opf_result *r) {
   return o;
 }
 
+/* The record's top-down analysis (topdown preset): level-1 / level-2 shares of slots from one
+ * group's counters, the model, its source and the verdict; or why it is absent. */
+static void add_topdown(cJSON *o, const opf_emitter *e, const opf_result *r) {
+  if (!opf_td_requested(e->ctx->events, e->ctx->n_events)) return;
+  opf_td_result td;
+  if (!opf_td_eval(r, opf_td_counters_from_note(e->ctx->pmu_note), 0, &td)) return;
+  cJSON *t = cJSON_AddObjectToObject(o, "topdown");
+  if (!t) return;
+  if (td.model) {
+    cJSON_AddStringToObject(t, "model", td.model->pmu);
+    cJSON_AddStringToObject(t, "cpu", td.model->cpu);
+    cJSON_AddStringToObject(t, "formula", td.model->formula);
+    if (td.model->formula2) cJSON_AddStringToObject(t, "formula_level2", td.model->formula2);
+    if (td.model->width > 0) cJSON_AddNumberToObject(t, "slots_per_cycle", td.model->width);
+    cJSON_AddStringToObject(t, "source", td.model->source);
+  }
+  cJSON_AddBoolToObject(t, "available", td.has_l1);
+  if (!td.has_l1) {
+    cJSON_AddStringToObject(t, "reason", td.reason);
+    return;
+  }
+  cJSON_AddNumberToObject(t, "slots_per_call", td.slots);
+  cJSON_AddNumberToObject(t, "group", td.group);
+  cJSON_AddStringToObject(t, "privilege", td.plm);
+  cJSON *l1 = cJSON_AddObjectToObject(t, "level1");
+  for (int k = 0; k < OPF_TD_N1; k++) cJSON_AddNumberToObject(l1, opf_td_l1_name(k), td.l1[k]);
+  cJSON *l2 = cJSON_AddObjectToObject(t, "level2");
+  for (int k = 0; k < OPF_TD_N2; k++)
+    if (td.has_l2[k]) cJSON_AddNumberToObject(l2, opf_td_l2_name(k), td.l2[k]);
+  if (td.reason2[0]) cJSON_AddStringToObject(t, "level2_absent", td.reason2);
+  if (td.verdict[0]) cJSON_AddStringToObject(t, "verdict", td.verdict);
+  else cJSON_AddNullToObject(t, "verdict");
+}
+
 static int json_record(opf_emitter *e, const opf_result *r) {
   cJSON *o = result_json(r);
   if (!o) return -1;
+  add_topdown(o, e, r);
   cJSON_AddItemToArray(e->priv, o);
   return 0;
 }
@@ -279,6 +315,7 @@ static int jsonl_record(opf_emitter *e, const opf_result *r) {
   cJSON *n = cJSON_GetObjectItem(e->priv, "results");
   cJSON_SetNumberValue(n, n->valuedouble + 1);
   cJSON *o = result_json(r);
+  if (o) add_topdown(o, e, r);
   return o ? jsonl_line(e, "result", o) : -1;
 }
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opperf/topdown.h"
 #include "report_impl.h"
 #include "report_peer.h"
 #include "textable.h"
@@ -95,6 +96,27 @@ static void print_header(const opf_emitter *e, FILE *f, int md) {
   if (hw_missing)
     fprintf(f, "%sno value is shown for these counters; software events and --backend callgrind (simulated counts) still work%s\n",
             md ? "- " : "", md ? "" : "; `opperf events` shows what opens here");
+  if (opf_td_requested(c->events, c->n_events)) {
+    /* the model and its source once; each distinct reason why a case has no top-down */
+    static char shown[8][320];
+    int n_shown = 0, model_done = 0;
+    for (int k = 0; k < p->n; k++) {
+      opf_td_result td;
+      if (!opf_td_eval(&p->rows[k], opf_td_counters_from_note(c->pmu_note), 0, &td)) continue;
+      if (td.model && !model_done) {
+        fprintf(f, "%stop-down (td:* = %% of slots): %s, %s [%s]; %s\n", md ? "- " : "",
+                td.model->cpu, td.model->formula, td.model->source, opf_td_verdict_rule());
+        model_done = 1;
+      }
+      if (!td.model) continue; /* the preset's own line above says why */
+      const char *why = td.has_l1 ? td.reason2 : td.reason;
+      int dup = !why[0];
+      for (int j = 0; j < n_shown && !dup; j++) dup = !strcmp(shown[j], why);
+      if (dup || n_shown == 8) continue;
+      fprintf(f, "%s%s%s\n", md ? "- " : "", td.has_l1 ? "top-down: " : "", why);
+      snprintf(shown[n_shown++], sizeof shown[0], "%s", why);
+    }
+  }
   int live = 0, kernel = 0;
   for (int i = 0; i < c->n_events; i++) {
     const opf_pmu_event *ev = &c->events[i];
@@ -136,7 +158,9 @@ static int text_render(opf_emitter *e, int md) {
   text_priv *p = e->priv;
   const opf_context *ctx = e->ctx;
   enum { C_OP, C_DT, C_PASS, C_IN, C_PAR, C_MED, C_PEER, C_RATIO, C_AGREE, C_MIN, C_P90, C_CV, C_N, C_ALLOC, C_PEAK, C_M0 };
-  const int nm = opf_metric_count(), C_EV0 = C_M0 + nm;
+  const int nm = opf_metric_count(), C_TD0 = C_M0 + nm, C_EV0 = C_TD0 + OPF_TD_N1;
+  const int td_on = opf_td_requested(ctx->events, ctx->n_events);
+  const int td_cap = opf_td_counters_from_note(ctx->pmu_note);
   int nev = ctx->n_events, ncol = C_EV0 + nev + 1, c_note = C_EV0 + nev;
   opf_textable *t = opf_textable_new(ncol);
   if (!t) return -1;
@@ -155,6 +179,10 @@ static int text_render(opf_emitter *e, int md) {
   if (!md) opf_textable_header(t, C_N, "samples", 1);
   for (int m = 0; m < nm; m++)
     if (!md || m < 4) opf_textable_header(t, C_M0 + m, opf_metric_at(m)->label, 1);
+  /* topdown preset: level-1 shares of slots, compact (retiring, bad speculation, front end,
+   * back end); the verdict goes to the status column. */
+  static const char *const td_hdr[OPF_TD_N1] = {"td:ret", "td:bad", "td:fe", "td:be"};
+  for (int k = 0; td_on && k < OPF_TD_N1; k++) opf_textable_header(t, C_TD0 + k, td_hdr[k], 1);
   if (!md) {
     opf_textable_header(t, C_ALLOC, "alloc/call", 1);
     opf_textable_header(t, C_PEAK, "peak mem", 1);
@@ -198,6 +226,16 @@ static int text_render(opf_emitter *e, int md) {
       if (!strcmp(opf_metric_at(m)->unit, "%")) opf_textable_cell(t, C_M0 + m, "%.1f%%", v);
       else opf_textable_cell(t, C_M0 + m, v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : "%.3g", v);
     }
+    opf_td_result td;
+    char td_note[160] = "";
+    if (td_on && opf_td_eval(r, td_cap, 0, &td)) {
+      if (td.has_l1) {
+        for (int k = 0; k < OPF_TD_N1; k++) opf_textable_cell(t, C_TD0 + k, "%.0f%%", 100 * td.l1[k]);
+        if (td.verdict[0]) snprintf(td_note, sizeof td_note, ", %s", td.verdict);
+      } else {
+        snprintf(td_note, sizeof td_note, ", top-down n/a (see header)");
+      }
+    }
     opf_textable_cell(t, C_ALLOC, "%s", opf_fmt_bytes(r->call_alloc_bytes, b, sizeof b));
     opf_textable_cell(t, C_PEAK, "%s", opf_fmt_bytes((double)r->peak_live_bytes, b, sizeof b));
     for (int i = 0; i < r->n_events && i < nev; i++) {
@@ -216,14 +254,15 @@ static int text_render(opf_emitter *e, int md) {
       else
         opf_textable_cell(t, C_EV0 + i, "%.4g%s", ev->per_call, mark);
     }
-    if (r->simulated) opf_textable_cell(t, c_note, "ok, simulated");
+    if (r->simulated) opf_textable_cell(t, c_note, "ok, simulated%s", td_note);
     else {
       double tu = unfused_time(p, r);
       char gain[48] = "";
       if (tu > 0 && r->time.median > 0) snprintf(gain, sizeof gain, ", fusion gain %.2fx", tu / r->time.median);
-      opf_textable_cell(t, c_note, "ok%s%s%s%s", r->check[0] ? ", reference ok" : "",
+      opf_textable_cell(t, c_note, "ok%s%s%s%s%s", r->check[0] ? ", reference ok" : "",
                         r->time.outliers ? ", outliers: " : "",
-                        r->time.outliers ? (snprintf(b, sizeof b, "%d", r->time.outliers), b) : "", gain);
+                        r->time.outliers ? (snprintf(b, sizeof b, "%d", r->time.outliers), b) : "", gain,
+                        td_note);
     }
   }
   print_header(e, e->out, md);

@@ -131,12 +131,14 @@ const char *opf_pmu_kind(uint32_t type, uint64_t config);
 int opf_pmu_detected(char *buf, size_t n);
 
 /* ---- presets ------------------------------------------------------------------------------
- * sw, core, cache, tlb, branch: fixed perf(1) generic events. topdown: the level-1 top-down
- * events of the core PMU libpfm4 detects (Intel skl/skx/clx: slots issued / retired / fetch
- * bubbles / recovery cycles; icl/icx/spr: TOPDOWN.SLOTS based; AMD Zen 4: dispatch slots).
- * Where libpfm4 offers no such table (no core PMU detected, e.g. Zen 5 with libpfm4 4.13, or a
- * core PMU without top-down events) the preset is ONE event named "topdown" whose status is
- * OPF_EV_NOT_SUPPORTED from creation on (err 0, reason says why): never a substitute set. */
+ * sw, core, cache, tlb, branch: fixed perf(1) generic events. topdown: the events of this
+ * CPU's row in the top-down table (include/opperf/topdown.h, pmu/topdown.c: Intel hsw..clx
+ * classic, icl/icx/spr over TOPDOWN.SLOTS with level 2, AMD Zen 4 dispatch slots, Zen 5 by
+ * CPUID with raw PPR codes as libpfm4 4.13 lacks it, Arm Neoverse V1/N2/V2), level-1 events
+ * first. Where there is no row (no core PMU detected and CPUID names none, or a core PMU
+ * without one) the preset is ONE event named "topdown" whose status is OPF_EV_NOT_SUPPORTED
+ * from creation on (err 0, reason "top-down not available on MODEL: ..."): never a substitute
+ * set. */
 #define OPF_PMU_PRESET_MAX 8
 typedef struct opf_pmu_preset_info {
   char name[16];                          /* "sw", "core", ..., "topdown" */

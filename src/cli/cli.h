@@ -23,6 +23,9 @@ int cli_compare_print(const char *base, const char *cur, const struct opf_cmp_op
                       const char *fmt, const char *out);
 
 /* Print "opperf: <message>" to stderr and return EXIT_USAGE. */
+/* `events --explain topdown [--pmu MODEL]` (explain.c): LIBPFM_ENCODE_INACTIVE must be set
+ * before libpfm4 initialises. Returns the exit code. */
+int cli_explain_topdown(const char *what, const char *pmu);
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A comma-separated option value with no empty item ("", "a,,b", "a," are refused): 0, or
  * prints the usage error naming opt and returns EXIT_USAGE. */

@@ -16,7 +16,8 @@ enum { TYPE_SOFTWARE = 1 }; /* perf_event_attr.type of software events (kernel A
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: opperf events [--all] [-e LIST] [EVENT|PRESET ...]\n\n"
+          "usage: opperf events [--all] [-e LIST] [EVENT|PRESET ...]\n"
+          "       opperf events --explain topdown [--pmu MODEL]\n\n"
           "Shows which performance counters work on this machine: the PMUs libpfm4 detects,\n"
           "the presets with their events, and for each preset or event (default: every\n"
           "preset) whether it opens and counts here, over a %.0f ms busy loop on this thread,\n"
@@ -30,7 +31,12 @@ static void usage(FILE *f) {
           "             probed one set each\n"
           "  EVENT      a libpfm4 or perf(1) name: cycles, perf::PERF_COUNT_HW_CACHE_MISSES,\n"
           "             L1-dcache-load-misses, r003c, skx::UOPS_ISSUED:ANY\n"
-          "  PRESET     sw, core, cache, tlb, branch, topdown\n\n"
+          "  PRESET     sw, core, cache, tlb, branch, topdown\n"
+          "  --explain topdown [--pmu MODEL]\n"
+          "             the top-down events, encodings and formulas for MODEL (a libpfm4\n"
+          "             core PMU name: skl, skx, clx, icl, icx, spr, amd64_fam19h_zen4,\n"
+          "             amd64_fam1ah_zen5, arm_v1, ...; default: this machine's), whether or\n"
+          "             not this machine is one\n\n"
           "Environment: OPPERF_NO_RDPMC=1 never reads counters with rdpmc; OPPERF_RDPMC=1 uses\n"
           "it wherever the kernel allows (default: only where it is faster than read()).\n",
           PROBE_S * 1e3);
@@ -253,8 +259,9 @@ int cmd_events(int argc, char **argv) {
   int all = 0;
   static const struct option opts[] = {
       {"all", no_argument, 0, 'a'}, {"events", required_argument, 0, 'e'},
+      {"explain", required_argument, 0, 'x'}, {"pmu", required_argument, 0, 'p'},
       {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-  const char *run_set = NULL;
+  const char *run_set = NULL, *explain = NULL, *explain_pmu = NULL;
   int ch;
   optind = 1;
   opterr = 0;
@@ -265,11 +272,22 @@ int cmd_events(int argc, char **argv) {
       if (cli_check_list(optarg, "--events") != 0) return EXIT_USAGE;
       run_set = optarg;
       break;
+    case 'x': explain = optarg; break;
+    case 'p': explain_pmu = optarg; break;
     case 'h': usage(stdout); return EXIT_OK;
     default:
       return cli_usage_error("events: unknown option '%s' (see opperf events -h)",
                              argv[optind - 1]);
     }
+  }
+  if (explain_pmu && !explain) return cli_usage_error("events: --pmu goes with --explain topdown");
+  if (explain) {
+    if (optind < argc || run_set || all)
+      return cli_usage_error("events: --explain takes no other names or options");
+    /* Encodings of PMUs this CPU lacks: libpfm4 reads this once, at its initialisation, which
+     * has not happened yet in this process (nothing above touches the counters). */
+    setenv("LIBPFM_ENCODE_INACTIVE", "1", 1);
+    return cli_explain_topdown(explain, explain_pmu);
   }
   /* The sets to probe: the tokens given, or every preset. */
   enum { MAX_SETS = 64 };

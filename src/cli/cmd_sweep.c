@@ -13,6 +13,7 @@
 
 #include "backend.h" /* --backend callgrind */
 #include "cli.h"
+#include "opperf/topdown.h"
 #include "opperf/svg.h"
 #include "opperf/sweep.h"
 #include "textable.h"
@@ -38,6 +39,7 @@ typedef struct sweep_row {
   double time_s, ns_elem, cyc_elem, gbps; /* NAN: absent */
   int cyc_from_counter;                   /* 1: cycles counter, 0: task-clock x MHz */
   double miss_kib[MAX_MISS], miss_elem[MAX_MISS];
+  double td[OPF_TD_N1]; /* topdown preset: level-1 % of slots, NAN when not computed */
 } sweep_row;
 
 typedef struct sweep_opts {
@@ -54,6 +56,14 @@ typedef struct sweep_opts {
   const char *perf_ctl; /* --perf-control SPEC (NULL: $OPPERF_PERF_CONTROL) */
   const char *blas_kernel; /* --blas-kernel (src/cli/blas.c) */
 } sweep_opts;
+
+/* --plot-metric td:ret|td:bad|td:fe|td:be: index in opf_td_result.l1, -1 otherwise. */
+static int td_metric(const char *m) {
+  static const char *const k[OPF_TD_N1] = {"td:ret", "td:bad", "td:fe", "td:be"};
+  for (int i = 0; m && i < OPF_TD_N1; i++)
+    if (!strcmp(m, k[i])) return i;
+  return -1;
+}
 
 static void usage(void) {
   printf(
@@ -87,7 +97,9 @@ static void usage(void) {
       "  --plot FILE.svg      SVG line plot: one line per pass and cache mode\n"
       "  --plot-metric M      what the plot shows: ns-per-elem (default), time, gbps,\n"
       "                       cycles-per-elem, misses:EVENT (per KiB; the default with\n"
-      "                       --backend callgrind is the first simulated miss counter)\n"
+      "                       --backend callgrind is the first simulated miss counter),\n"
+      "                       td:ret, td:bad, td:fe, td:be (top-down %% of slots; needs\n"
+      "                       --events topdown)\n"
       "  -v, --verbose        one opperf_verbose line per shape and pass on stderr\n"
       "  --perf-control SPEC  under `perf record -D -1 --control=SPEC`: perf counts the\n"
       "                       measured samples only (see opperf run -h)\n"
@@ -183,8 +195,9 @@ static int parse_args(int argc, char **argv, sweep_opts *o) {
     case O_PLOT: o->plot = optarg; break;
     case O_PLOT_METRIC:
       if (strcmp(optarg, "ns-per-elem") && strcmp(optarg, "time") && strcmp(optarg, "gbps") &&
-          strcmp(optarg, "cycles-per-elem") && (strncmp(optarg, "misses:", 7) || !optarg[7]))
-        return cli_usage_error("--plot-metric must be ns-per-elem, time, gbps, cycles-per-elem or misses:EVENT, not '%s'", optarg);
+          strcmp(optarg, "cycles-per-elem") && (strncmp(optarg, "misses:", 7) || !optarg[7]) &&
+          td_metric(optarg) < 0)
+        return cli_usage_error("--plot-metric must be ns-per-elem, time, gbps, cycles-per-elem, misses:EVENT or td:ret|td:bad|td:fe|td:be, not '%s'", optarg);
       o->plot_metric = optarg;
       break;
     case ':': return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
@@ -380,7 +393,11 @@ static void fill_row(sweep_state *st, const opf_context *ctx, const sweep_point 
   row->simulated = r->simulated;
   row->time_s = row->ns_elem = row->cyc_elem = row->gbps = NAN;
   for (int i = 0; i < MAX_MISS; i++) row->miss_kib[i] = row->miss_elem[i] = NAN;
+  for (int k = 0; k < OPF_TD_N1; k++) row->td[k] = NAN;
   if (r->status != OPF_ST_OK) return;
+  opf_td_result td;
+  if (opf_td_eval(r, 0, 0, &td) && td.has_l1)
+    for (int k = 0; k < OPF_TD_N1; k++) row->td[k] = 100 * td.l1[k];
   double el = (double)p->elems;
   if (!r->simulated) {
     row->time_s = r->time.median;
@@ -634,6 +651,13 @@ static int write_plot(const sweep_opts *o, const sweep_state *st, const sweep_po
   if (!strcmp(m, "time")) ylabel = "time per call (us)";
   else if (!strcmp(m, "gbps")) ylabel = "bandwidth from the bytes model (GB/s)";
   else if (!strcmp(m, "cycles-per-elem")) ylabel = "cycles per element";
+  int tdm = td_metric(m);
+  if (tdm >= 0) {
+    static const char *const what_td[OPF_TD_N1] = {"retiring", "bad speculation", "front-end bound",
+                                                   "back-end bound"};
+    snprintf(ybuf, sizeof ybuf, "%s (%% of slots, top-down)", what_td[tdm]);
+    ylabel = ybuf;
+  }
   double ymin = INFINITY, ymax = 0;
   for (int c = 0; c < ncm; c++)
     for (int p = 0; p < npass; p++) {
@@ -653,10 +677,15 @@ static int write_plot(const sweep_opts *o, const sweep_state *st, const sweep_po
     int c = 0, p = 0;
     while (c < ncm && cmodes[c] != r->cache) c++;
     while (p < npass && passes[p] != r->pass) p++;
-    double v = miss >= 0 ? r->miss_kib[miss] : !strcmp(m, "time") ? r->time_s * 1e6 : !strcmp(m, "gbps") ? r->gbps
+    double v = tdm >= 0 ? r->td[tdm] : miss >= 0 ? r->miss_kib[miss] : !strcmp(m, "time") ? r->time_s * 1e6 : !strcmp(m, "gbps") ? r->gbps
              : !strcmp(m, "cycles-per-elem") ? r->cyc_elem : r->ns_elem;
     ys[(size_t)(c * npass + p) * (size_t)np + (size_t)r->point] = v;
     if (isfinite(v) && v > 0) ymin = fmin(ymin, v), ymax = fmax(ymax, v);
+  }
+  if (tdm >= 0 && !(ymax > 0)) {
+    rc = opf_err_set(e, OPF_EINVAL, "--plot-metric %s: no top-down shares in this sweep (needs "
+                     "--events topdown on a CPU whose counters count them: see the report)", m);
+    goto out;
   }
   for (int i = 0; i < np; i++) cats[i] = pts[i].label;
   char title[512];

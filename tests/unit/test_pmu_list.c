@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "opperf/pmu.h"
+#include "opperf/topdown.h"
 #include "pmu_internal.h"
 #include "test_support.h"
 
@@ -147,7 +148,8 @@ static void test_topdown_without_table(void **state) {
   opf_pmu_set_topdown_pmu("amd64_fam19h_zen3");
   p = create_ok("topdown", NULL);
   assert_int_equal(opf_pmu_count(p), 1);
-  assert_non_null(strstr(opf_pmu_event_at(p, 0)->reason, "core PMU amd64_fam19h_zen3"));
+  assert_non_null(strstr(opf_pmu_event_at(p, 0)->reason,
+                          "top-down not available on amd64_fam19h_zen3: not in opperf's top-down table"));
   opf_pmu_free(p);
   opf_pmu_set_topdown_pmu(NULL);
 }
@@ -158,11 +160,15 @@ static void test_topdown_detected(void **state) {
   opf_pfm_pmu_desc d[32];
   int n = opf_pfm_pmus(d, 32);
   assert_true(n > 0);
-  int has_table = 0;
+  int has_table = 0, has_core = 0;
   char m[OPF_PMU_PRESET_MAX][96];
-  for (int i = 0; i < n && i < 32; i++)
+  for (int i = 0; i < n && i < 32; i++) {
+    has_core |= d[i].is_core;
     if (d[i].is_core && opf_pmu_topdown_members(d[i].name, m, OPF_PMU_PRESET_MAX) > 0)
       has_table = 1;
+  }
+  /* no core PMU known to libpfm4 (AMD Zen 5 with libpfm4 4.13): the row CPUID names */
+  if (!has_core && opf_td_cpuid_model()) has_table = 1;
   opf_pmu_preset_info pi;
   assert_int_equal(opf_pmu_preset_at(opf_pmu_preset_find("topdown"), &pi), OPF_OK);
   print_message("topdown here: %d members; %s\n", pi.n, pi.note);

@@ -156,6 +156,91 @@ static void test_table_and_md(void **state) {
   assert_non_null(strstr(s, "task-clock/call"));
 }
 
+/* The topdown preset's figures in every format, from fixed counts of the skx row in one group:
+ * cycles 1000 (4000 slots), issued 1000, retired 800, fe 200, recovery 0: ret 20%, bad 5%,
+ * fe 5%, be 70%, verdict "back-end bound 70% of slots". Without the preset: none of it. */
+static void emit_td(opf_format f, const char *path) {
+  static const char *const names[] = {"perf::CYCLES", "skx::UOPS_ISSUED:ANY",
+                                      "skx::UOPS_RETIRED:RETIRE_SLOTS",
+                                      "skx::IDQ_UOPS_NOT_DELIVERED:CORE",
+                                      "skx::INT_MISC:RECOVERY_CYCLES"};
+  static const double v[] = {1000, 1000, 800, 200, 0};
+  opf_context saved = ctx;
+  ctx.n_events = 5;
+  opf_result r;
+  fake_result(&r, OPF_ST_OK);
+  r.n_events = 5;
+  for (int i = 0; i < 5; i++) {
+    memset(&ctx.events[i], 0, sizeof ctx.events[i]);
+    snprintf(ctx.events[i].name, 128, "%s", names[i]);
+    ctx.events[i].group = 1;
+    opf_event_result *e = &r.events[i];
+    memset(e, 0, sizeof *e);
+    snprintf(e->name, 128, "%s", names[i]);
+    snprintf(e->plm, sizeof e->plm, "user");
+    e->has_value = 1;
+    e->group = 1;
+    e->per_call = e->mean_per_call = v[i];
+  }
+  opf_emitter *e;
+  opf_err err;
+  assert_int_equal(opf_emitter_begin(&e, f, path, &ctx, &err), OPF_OK);
+  assert_int_equal(opf_emitter_record(e, &r), 0);
+  assert_int_equal(opf_emitter_end(e, 1, &err), OPF_OK);
+  ctx = saved;
+}
+
+static void test_topdown_formats(void **state) {
+  (void)state;
+  char path[128];
+  snprintf(path, sizeof path, "%s/td.txt", dir);
+  emit_td(OPF_FMT_TABLE, path);
+  char *s = slurp(path);
+  assert_non_null(strstr(s, "td:ret"));
+  assert_non_null(strstr(s, "td:be"));
+  assert_non_null(strstr(s, "70%"));
+  assert_non_null(strstr(s, "back-end bound 70% of slots"));
+  assert_non_null(strstr(s, "top-down (td:* = % of slots): Intel Skylake-SP"));
+
+  snprintf(path, sizeof path, "%s/td.json", dir);
+  emit_td(OPF_FMT_JSON, path);
+  cJSON *root = cJSON_Parse(slurp(path));
+  assert_non_null(root);
+  cJSON *t = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "results"), 0),
+                                 "topdown");
+  assert_non_null(t);
+  assert_string_equal(cJSON_GetObjectItem(t, "model")->valuestring, "skx");
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(t, "available")));
+  cJSON *l1 = cJSON_GetObjectItem(t, "level1");
+  assert_float_equal(cJSON_GetObjectItem(l1, "backend_bound")->valuedouble, 0.7, 1e-12);
+  assert_float_equal(cJSON_GetObjectItem(l1, "retiring")->valuedouble, 0.2, 1e-12);
+  assert_float_equal(cJSON_GetObjectItem(l1, "bad_speculation")->valuedouble, 0.05, 1e-12);
+  assert_float_equal(cJSON_GetObjectItem(l1, "frontend_bound")->valuedouble, 0.05, 1e-12);
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(t, "level2")), 0);
+  assert_string_equal(cJSON_GetObjectItem(t, "verdict")->valuestring, "back-end bound 70% of slots");
+  assert_non_null(strstr(cJSON_GetObjectItem(t, "source")->valuestring, "Yasin"));
+  cJSON_Delete(root);
+
+  snprintf(path, sizeof path, "%s/td.csv", dir);
+  emit_td(OPF_FMT_CSV, path);
+  s = slurp(path);
+  assert_non_null(strstr(s, ",td_retiring,td_bad_speculation,td_frontend_bound,td_backend_bound,td_verdict\n"));
+  assert_non_null(strstr(s, ",0.2,0.05,0.05,0.7,back-end bound 70% of slots\n"));
+  int hdr = count_fields(s);
+  assert_int_equal(count_fields(strchr(s, '\n') + 1), hdr);
+
+  /* without the preset (the default context: task-clock): no td columns, no topdown object */
+  snprintf(path, sizeof path, "%s/plain.csv", dir);
+  emit(OPF_FMT_CSV, path, 1);
+  assert_null(strstr(slurp(path), "td_"));
+  snprintf(path, sizeof path, "%s/plain.json", dir);
+  emit(OPF_FMT_JSON, path, 1);
+  assert_null(strstr(slurp(path), "\"topdown\""));
+  snprintf(path, sizeof path, "%s/plain.txt", dir);
+  emit(OPF_FMT_TABLE, path, 1);
+  assert_null(strstr(slurp(path), "td:"));
+}
+
 static void test_no_file_without_commit(void **state) {
   (void)state;
   char path[128];
@@ -179,6 +264,7 @@ static int teardown(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_json), cmocka_unit_test(test_csv),
                                      cmocka_unit_test(test_table_and_md),
+                                     cmocka_unit_test(test_topdown_formats),
                                      cmocka_unit_test(test_no_file_without_commit)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }
