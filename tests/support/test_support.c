@@ -1,4 +1,5 @@
 /* test_support.c: shared helpers for the cmocka tests (see test_support.h). */
+#include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -72,4 +73,14 @@ void ts_expect_shape(const char *name, const char *spec, int in, int idx, const 
   opf_shape_str(in ? &c.in[idx] : &c.out[idx], got, sizeof got);
   if (strcmp(got, want))
     fail_msg("%s [%s]: %s %d is %s, expected %s", name, spec, in ? "input" : "output", idx, got, want);
+}
+
+int ts_foreign_threads(void) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return 0;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));)
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n > 1 ? n - 1 : 0;
 }

@@ -26,4 +26,8 @@ void ts_expect_models(const char *name, opf_dtype dt, const char *spec, double f
 /* Shape of input idx (in != 0) or output idx of name resolved on spec (float32) must be want
  * ("AxB"). */
 void ts_expect_shape(const char *name, const char *spec, int in, int idx, const char *want);
+/* Threads of this process that it did not create: /proc/self/task entries minus one, when
+ * called before the process starts any thread (first thing in main). qemu-user shows its own
+ * RCU thread there, which per-thread counter opening then counts as one of ours. */
+int ts_foreign_threads(void);
 #endif

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "opperf/pmu.h"
+#include "test_support.h"
 #include "pmu_internal.h"
 
 static opf_pmu *create_ok(const char *events, const opf_pmu_sys *sys) {
@@ -262,6 +263,13 @@ static void test_unknown_names(void **state) {
 }
 
 int main(void) {
+  /* Under qemu-user the process shows a thread it did not create (the emulator's own), which
+   * per-thread opening counts as one of ours: test_topdown_without_table's counts expect one open per event. */
+  if (ts_foreign_threads() > 0) {
+    print_message("%d thread(s) in /proc/self/task that this test did not start (qemu-user?): "
+                  "skipping test_topdown_without_table\n", ts_foreign_threads());
+    cmocka_set_skip_filter("test_topdown_without_table");
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_preset_table),
       cmocka_unit_test(test_presets_expand_to_members),
