@@ -27,7 +27,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --no-tests) tests=0 ;;
     -j) jobs=$2; shift ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "test-arm64.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift
