@@ -35,7 +35,7 @@ done
 scripts/install-deps.sh --arm64
 dir=build-arm64
 t0=$(date +%s)
-cmake -S . -B "$dir" -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchain-aarch64.cmake" \
+cmake --no-warn-unused-cli -S . -B "$dir" -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchain-aarch64.cmake" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPPERF_WERROR=ON >/dev/null
 if ! cmake --build "$dir" -j"$jobs" >"$dir/build.log" 2>&1; then
   grep -E '(warning|error):' "$dir/build.log" | head -n 40 >&2
