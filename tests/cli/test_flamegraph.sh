@@ -99,6 +99,9 @@ OPPERF="$OPPERF" "$script" --freq abc relu >/dev/null 2>&1
 [ $? -eq 2 ] || fail "opperf-flamegraph --freq abc accepted"
 if [ "${OPPERF_SANITIZE:-OFF}" = ON ]; then
   echo "skipping the perf recording in a sanitizer build"
+elif [ -n "${OPPERF_EMULATOR:-}" ]; then
+  # a cross build under qemu-user: the host's perf would sample the emulator, not opperf's code
+  echo "skipping the perf recording of a cross build run under $OPPERF_EMULATOR"
 elif ! command -v perf >/dev/null 2>&1 || ! perf record -q -e cpu-clock -o "$tmp/probe.data" -- true >/dev/null 2>&1; then
   OPPERF="$OPPERF" "$script" relu >/dev/null 2>"$tmp/err"
   [ $? -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "perf unavailable: not one line and exit 2: $(cat "$tmp/err")"

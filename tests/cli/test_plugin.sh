@@ -80,7 +80,8 @@ expect 2 "no operator descriptors" -- describe --plugin "$PLUGINS/libno_desc.so"
 
 # --- build-ids in the context block equal readelf -n ---------------------------------------
 if command -v readelf >/dev/null; then
-  python3 - "$tmp/relu.json" "$OPPERF" "$EXAMPLE" <<'PY' || fail "build-ids"
+  # OPPERF_TARGET: the binary itself when $OPPERF is an emulator wrapper (cross build)
+  python3 - "$tmp/relu.json" "${OPPERF_TARGET:-$OPPERF}" "$EXAMPLE" <<'PY' || fail "build-ids"
 import json, os, subprocess, sys
 ctx = json.load(open(sys.argv[1]))["context"]
 ids = {e["path"]: e["build_id"] for e in ctx["build_ids"]}

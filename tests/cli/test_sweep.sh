@@ -9,6 +9,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 quick=(--warmup 0.001 --min-time 0 --sample-time 0.0002 --runs 3)
+# perf_event_open missing altogether (ENOSYS: qemu-user does not emulate it), so not even the
+# software counters can count: the checks of counted values check the honest status instead.
+no_perf=0
+"$OPPERF" events 2>/dev/null | grep -q 'task-clock .*ENOSYS' && no_perf=1
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 "$OPPERF" sweep -h | grep -q -- '--aspect' || fail "sweep -h"
@@ -120,7 +124,7 @@ grep -q "did you mean 'sum'" <("$OPPERF" sweep summ --aspect 2^4 2>&1) || fail "
 "$OPPERF" run relu --shapes small --pass fwd "${quick[@]}" --no-isolate --format json -o "$tmp/run.json" 2>/dev/null
 "$OPPERF" sweep sum --aspect 2^6 "${quick[@]}" --format trace -o "$tmp/sweep.trace.json" 2>"$tmp/err"
 [ $? -eq 0 ] || fail "sweep --format trace: $(cat "$tmp/err")"
-python3 - "$tmp/run.trace.json" "$tmp/sweep.trace.json" <<'PY' || fail "trace JSON"
+python3 - "$tmp/run.trace.json" "$tmp/sweep.trace.json" "$no_perf" <<'PY' || fail "trace JSON"
 import json, sys
 from collections import Counter
 for path, cases in ((sys.argv[1], None), (sys.argv[2], 7)):
@@ -140,7 +144,7 @@ for path, cases in ((sys.argv[1], None), (sys.argv[2], 7)):
     assert len([e for e in c if e["name"] == "time per call (ns)"]) == len(x)
     assert any(e["name"] == "process_name" for e in m) and any(e["name"] == "thread_name" for e in m)
     if path == sys.argv[1]:
-        assert "task-clock per call" in names, names
+        assert ("task-clock per call" in names) == (sys.argv[3] != "1"), names
         assert {e["args"]["op"] for e in x} == {"relu", "sum"}
 PY
 

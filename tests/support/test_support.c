@@ -1,4 +1,5 @@
 /* test_support.c: shared helpers for the cmocka tests (see test_support.h). */
+#include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -95,4 +96,14 @@ uint64_t ts_raw(const opf_pmu_snap *s, size_t i, int what) {
   uint64_t v[3] = {0, 0, 0};
   assert_int_equal(opf_pmu_snap_raw(s, i, &v[0], &v[1], &v[2]), OPF_OK);
   return v[what];
+}
+
+int ts_foreign_threads(void) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return 0;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));)
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n > 1 ? n - 1 : 0;
 }

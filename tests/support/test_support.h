@@ -30,4 +30,8 @@ void ts_expect_shape(const char *name, const char *spec, int in, int idx, const 
 opf_pmu_snap *ts_snap(void);
 /* Event i's raw value (what 0), enabled (1) or running (2), summed over threads. */
 uint64_t ts_raw(const opf_pmu_snap *s, size_t i, int what);
+/* Threads of this process that it did not create: /proc/self/task entries minus one, when
+ * called before the process starts any thread (first thing in main). qemu-user shows its own
+ * RCU thread there, which per-thread counter opening then counts as one of ours. */
+int ts_foreign_threads(void);
 #endif

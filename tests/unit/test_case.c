@@ -215,6 +215,12 @@ static void test_counters_cover_omp_workers(void **state) {
   assert_int_equal(opf_runtime_setup(&s, &e), OPF_OK);
   assert_int_equal(opf_pmu_create(&p, "task-clock", NULL, &e), OPF_OK);
   assert_int_equal(opf_pmu_open(p, &e), OPF_OK);
+  if (opf_pmu_event_at(p, 0)->status == OPF_EV_NOT_SUPPORTED) {
+    /* no perf_event_open at all (ENOSYS: qemu-user does not emulate it), nothing to cover */
+    print_message("task-clock not supported here (%s): skipping\n", opf_pmu_event_at(p, 0)->reason);
+    opf_pmu_free(p);
+    skip();
+  }
   opf_pmu_snap *a = ts_snap();
   opf_pmu_snap *b = ts_snap();
   double cpu[2] = {0, 0};

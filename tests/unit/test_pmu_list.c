@@ -16,6 +16,7 @@
 
 #include "opperf/pmu.h"
 #include "opperf/topdown.h"
+#include "test_support.h"
 #include "pmu_internal.h"
 #include "test_support.h"
 
@@ -270,6 +271,13 @@ static void test_unknown_names(void **state) {
 }
 
 int main(void) {
+  /* Under qemu-user the process shows a thread it did not create (the emulator's own), which
+   * per-thread opening counts as one of ours: test_topdown_without_table's counts expect one open per event. */
+  if (ts_foreign_threads() > 0) {
+    print_message("%d thread(s) in /proc/self/task that this test did not start (qemu-user?): "
+                  "skipping test_topdown_without_table\n", ts_foreign_threads());
+    cmocka_set_skip_filter("test_topdown_without_table");
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_preset_table),
       cmocka_unit_test(test_presets_expand_to_members),
