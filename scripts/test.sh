@@ -2,7 +2,8 @@
 # test.sh: the README's second command: every test. Installs the packages if needed, builds
 # build/ with warnings as errors and runs all ctest labels (unit, pmu, ops, cli), then builds
 # build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer at -O1 and runs all the labels
-# again. --quick skips the sanitizer build. Prints the time of each step.
+# again (warnings are checked once, in build/). --quick skips the sanitizer build. Prints the
+# time of each step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
@@ -12,10 +13,11 @@ jobs=$(nproc)
 t_start=$SECONDS
 step() { echo "== $* ($((SECONDS - t_start)) s)" >&2; }
 
-build() { # build-dir, extra cmake args...
-  local dir=$1
-  shift
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPPERF_WERROR=ON "$@" >/dev/null
+build() { # build-dir, strict (1: warnings and notes fail the build), extra cmake args...
+  local dir=$1 strict=$2
+  shift 2
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPPERF_WERROR=$([ "$strict" = 1 ] && echo ON || echo OFF) \
+    "$@" >/dev/null
   # -Werror (OPPERF_WERROR) makes any warning a build failure: the exit status says it all.
   if ! cmake --build "$dir" -j"$jobs" >"$dir/build.log" 2>&1; then
     grep -E '(warning|error):' "$dir/build.log" | head -n 40 >&2
@@ -23,7 +25,7 @@ build() { # build-dir, extra cmake args...
     return 1
   fi
   # Notes are not errors under -Werror, but a clean build prints none either.
-  if grep -qE '(note|warning):' "$dir/build.log"; then
+  if [ "$strict" = 1 ] && grep -qE '(note|warning):' "$dir/build.log"; then
     grep -E '(note|warning):' "$dir/build.log" | head -n 20 >&2
     echo "opperf: the build in $dir printed diagnostics (log: $dir/build.log)" >&2
     return 1
@@ -31,14 +33,16 @@ build() { # build-dir, extra cmake args...
 }
 
 step "build (build/, -O3, -Werror)"
-build build -DOPPERF_SANITIZE=OFF -DOPPERF_OPT=-O3
+build build 1 -DOPPERF_SANITIZE=OFF -DOPPERF_OPT=-O3
 step "tests (build/)"
 ctest --test-dir build --output-on-failure -j"$jobs"
 if [ $quick -eq 0 ]; then
   # The sanitizer build checks memory and undefined behaviour, not speed: -O1 compiles in a
   # fraction of -O3's time and keeps the stack traces exact. Every label runs under it.
-  step "build (build-asan/, ASan + UBSan, -O1, -Werror)"
-  build build-asan -DOPPERF_SANITIZE=ON -DOPPERF_OPT=-O1
+  # Warnings are build/'s gate: some (-Wformat-truncation, -Wmaybe-uninitialized) depend on
+  # the optimiser's range analysis and differ at -O1, without saying more about the code.
+  step "build (build-asan/, ASan + UBSan, -O1)"
+  build build-asan 0 -DOPPERF_SANITIZE=ON -DOPPERF_OPT=-O1
   step "tests under ASan + UBSan (build-asan/)"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j"$jobs"
