@@ -194,6 +194,9 @@ void opf_cg_region_init(opf_cg_region *g, const char *prefix) {
  * before ZERO_STATS so that it is not counted. */
 static void cg_sample_begin(void *ctx) {
   opf_cg_region *g = ctx;
+  /* Samples of a next case before the last one was collected: their dumps would be counted
+   * as the last case's, and this case would find none. collect says so. */
+  if (g->case_ended) g->overlap++;
   int s = g->sample++;
   if (!g->active) return;
   if (s == 0) {
@@ -233,7 +236,9 @@ static void cg_stop(opf_cg_region *g) {
 
 static void cg_case_end(void *ctx, const opf_result *r) {
   (void)r;
-  cg_stop(ctx);
+  opf_cg_region *g = ctx;
+  g->case_ended = 1;
+  cg_stop(g);
 }
 
 opf_region_hooks opf_cg_hooks(opf_cg_region *g) {
@@ -246,6 +251,10 @@ int opf_cg_region_collect(opf_cg_region *g, opf_cg_totals *t, int *counted, opf_
   memset(t, 0, sizeof *t);
   *counted = 0;
   int rc = OPF_OK;
+  if (g->overlap)
+    rc = opf_err_set(err, OPF_EINVAL, "callgrind region: %d sample%s of the next case began before "
+                     "this case's dumps were collected (collect after each measurement)",
+                     g->overlap, g->overlap == 1 ? "" : "s");
   for (int i = 0; i < g->case_dumps; i++) {
     char path[300], want[64];
     int n = g->case_first + i;
@@ -272,6 +281,8 @@ int opf_cg_region_collect(opf_cg_region *g, opf_cg_totals *t, int *counted, opf_
   g->case_first += g->case_dumps;
   g->case_dumps = 0;
   g->sample = 0;
+  g->case_ended = 0;
+  g->overlap = 0;
   g->result++;
   return rc;
 }

@@ -79,6 +79,8 @@ typedef struct opf_cg_region {
   int n_dumps;        /* dumps requested so far (callgrind numbers them 1, 2, ...) */
   int case_first;     /* first dump number of the current case */
   int case_dumps;     /* dumps of the current case */
+  int case_ended;     /* case_end ran: the next sample belongs to a case not yet collected */
+  int overlap;        /* samples begun after case_end and before collect (a caller's error) */
   char label[64];     /* prepared before ZERO_STATS so formatting it is not counted */
   char creator[64];   /* "callgrind-3.19.0", from the last dump read */
 } opf_cg_region;
@@ -90,10 +92,11 @@ int opf_cg_running(void);
 void opf_cg_region_init(opf_cg_region *g, const char *prefix);
 /* Hooks for opf_settings.hooks; ctx is g. */
 opf_region_hooks opf_cg_hooks(opf_cg_region *g);
-/* After a case (also a failed one): switch instrumentation off, read, sum into t (overwritten;
+/* After each case (also a failed one), before the hooks run the next one (e.g. a case's fwd,
+ * then its bwd: collect between the two opf_measure calls): switch instrumentation off, read, sum into t (overwritten;
  * release it even on error) and (unless keep) delete the dumps of its counted samples, and get ready for the next case. counted: number of dumps
  * summed. OPF_EIO / OPF_EINVAL when a dump is missing or malformed, with the geometry or
- * label checked. */
+ * label checked; OPF_EINVAL when samples of a next case began before this collect. */
 int opf_cg_region_collect(opf_cg_region *g, opf_cg_totals *t, int *counted, opf_err *err);
 
 /* Harness cost inside one counted sample when the operator does nothing: the hooks and the

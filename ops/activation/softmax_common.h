@@ -8,12 +8,21 @@
 
 #include "reduction/reduce.h"
 
-#define RT float
-#define RSUF f32
-#include "reduction/softmax_drv.h"
-#define RT double
-#define RSUF f64
-#include "reduction/softmax_drv.h"
+/* The kernels of reduction/softmax_drv.h for both float dtypes, compiled once in
+ * softmax_kernels.c (each is three ISA clones of a heavily specialised body: compiling them
+ * into every file of the family doubled the family's build time). */
+#define SM_KERNEL_DECLS(RT, S)                                                                \
+  void opf_sm_rows_fwd_##S(const RT *restrict x, RT *restrict y, int64_t nrows, int64_t n,    \
+                           int lg);                                                           \
+  void opf_sm_rows_bwd_##S(const RT *restrict y, const RT *restrict dy, RT *restrict dx,      \
+                           int64_t nrows, int64_t n, int lg);                                 \
+  void opf_sm_cols_fwd_##S(const RT *restrict x, RT *restrict y, int64_t n, int64_t inner,    \
+                           int64_t m, int64_t w, int lg);                                     \
+  void opf_sm_cols_bwd_##S(const RT *restrict y, const RT *restrict dy, RT *restrict dx,      \
+                           int64_t n, int64_t inner, int64_t m, int64_t w, int lg);
+SM_KERNEL_DECLS(float, f32)
+SM_KERNEL_DECLS(double, f64)
+#undef SM_KERNEL_DECLS
 
 /* Column block of the outer-axis path: narrower than the reductions' so (1024, 1024) on axis 0
  * still has a few independent tasks and a block's rows stay in L2 across the three passes. */
@@ -53,11 +62,11 @@ static inline int64_t sm_task_off(const sm_plan *p, int64_t t, int64_t *w) {
 static inline void sm_rows_kernel(opf_dtype dt, int bwd, const void *a, const void *b,
                                   void *out, int64_t nrows, int64_t n, int lg) {
   if (dt == OPF_F32) {
-    if (bwd) sm_rows_bwd_f32(a, b, out, nrows, n, lg);
-    else sm_rows_fwd_f32(a, out, nrows, n, lg);
+    if (bwd) opf_sm_rows_bwd_f32(a, b, out, nrows, n, lg);
+    else opf_sm_rows_fwd_f32(a, out, nrows, n, lg);
   } else {
-    if (bwd) sm_rows_bwd_f64(a, b, out, nrows, n, lg);
-    else sm_rows_fwd_f64(a, out, nrows, n, lg);
+    if (bwd) opf_sm_rows_bwd_f64(a, b, out, nrows, n, lg);
+    else opf_sm_rows_fwd_f64(a, out, nrows, n, lg);
   }
 }
 
@@ -65,11 +74,11 @@ static inline void sm_cols_kernel(opf_dtype dt, int bwd, const void *a, const vo
                                   void *out, int64_t n, int64_t inner, int64_t m, int64_t w,
                                   int lg) {
   if (dt == OPF_F32) {
-    if (bwd) sm_cols_bwd_f32(a, b, out, n, inner, m, w, lg);
-    else sm_cols_fwd_f32(a, out, n, inner, m, w, lg);
+    if (bwd) opf_sm_cols_bwd_f32(a, b, out, n, inner, m, w, lg);
+    else opf_sm_cols_fwd_f32(a, out, n, inner, m, w, lg);
   } else {
-    if (bwd) sm_cols_bwd_f64(a, b, out, n, inner, m, w, lg);
-    else sm_cols_fwd_f64(a, out, n, inner, m, w, lg);
+    if (bwd) opf_sm_cols_bwd_f64(a, b, out, n, inner, m, w, lg);
+    else opf_sm_cols_fwd_f64(a, out, n, inner, m, w, lg);
   }
 }
 

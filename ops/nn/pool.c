@@ -439,35 +439,42 @@ static inline int32_t pool_opaque_zero(void) {
  * tiles load V rows of V (reading a little past the last column, never past the array);
  * wide tiles load the few rows and store V lanes per output row in increasing order, each
  * store's excess overwritten by the next. Whatever the tiles leave is done elementwise. */
+/* Round b of a tile: r[i], r[i + b] for every i with bit b clear become the lanes of their
+ * 2b x 2b blocks' low and high halves. The masks are constants, so each shuffle compiles to
+ * one or two permutes in every clone: computed at run time they were variable two-source
+ * permutes, one instruction with AVX-512 but lowered lane by lane without it (the AVX2 and
+ * baseline clones of transpose_f32 were 0.9 MB each and took most of pool.c's compile time). */
+#define POOL_TM_LO(V, b, l) ((l) % (2 * (b)) < (b) ? (l) : (V) + (l) - (b))
+#define POOL_TM_HI(V, b, l) ((l) % (2 * (b)) < (b) ? (l) + (b) : (V) + (l))
+#define POOL_TM8(F, b) {F(8, b, 0), F(8, b, 1), F(8, b, 2), F(8, b, 3), F(8, b, 4), F(8, b, 5), F(8, b, 6), F(8, b, 7)}
+#define POOL_TM16(F, b)                                                                        \
+  {F(16, b, 0), F(16, b, 1), F(16, b, 2),  F(16, b, 3),  F(16, b, 4),  F(16, b, 5),           \
+   F(16, b, 6), F(16, b, 7), F(16, b, 8),  F(16, b, 9),  F(16, b, 10), F(16, b, 11),          \
+   F(16, b, 12), F(16, b, 13), F(16, b, 14), F(16, b, 15)}
+#define POOL_TILE_ROUND(VT, MT, V, B)                                                          \
+  _Pragma("GCC unroll 16") for (int i = 0; i < V; i++) if (!(i & (B))) {                      \
+    VT lo = __builtin_shuffle(r[i], r[i + (B)], (MT)POOL_TM##V(POOL_TM_LO, B));               \
+    VT hi = __builtin_shuffle(r[i], r[i + (B)], (MT)POOL_TM##V(POOL_TM_HI, B));               \
+    r[i] = lo, r[i + (B)] = hi;                                                               \
+  }
+#define POOL_TILE_16(VT, MT)                                                                   \
+  POOL_TILE_ROUND(VT, MT, 16, 8) POOL_TILE_ROUND(VT, MT, 16, 4)                               \
+  POOL_TILE_ROUND(VT, MT, 16, 2) POOL_TILE_ROUND(VT, MT, 16, 1)
+#define POOL_TILE_8(VT, MT)                                                                    \
+  POOL_TILE_ROUND(VT, MT, 8, 4) POOL_TILE_ROUND(VT, MT, 8, 2) POOL_TILE_ROUND(VT, MT, 8, 1)
+
 #define POOL_TRANSPOSE(T, S, VT, MT, V, LOGV)                                                  \
   /* Fully unrolled, so the tile stays in registers. */                                       \
-  POOL_INLINE void tile_##S(VT *r, const MT *mlo, const MT *mhi) {                            \
-    _Pragma("GCC unroll 4") for (int k = 0; k < LOGV; k++) {                                  \
-      int b = V >> (k + 1);                                                                   \
-      _Pragma("GCC unroll 16") for (int i = 0; i < V; i++) if (!(i & b)) {                    \
-        VT lo = __builtin_shuffle(r[i], r[i + b], mlo[k]);                                    \
-        VT hi = __builtin_shuffle(r[i], r[i + b], mhi[k]);                                    \
-        r[i] = lo, r[i + b] = hi;                                                             \
-      }                                                                                       \
-    }                                                                                         \
-  }                                                                                           \
+  POOL_INLINE void tile_##S(VT *r) { POOL_TILE_##V(VT, MT) }                                 \
   OPF_VEC static void transpose_##S(const T *restrict src, T *restrict dst, int64_t rows,     \
                                     int64_t cols) {                                           \
-    MT mlo[LOGV], mhi[LOGV];                                                                  \
-    int nb = 0;                                                                               \
-    for (int b = V / 2; b >= 1; b /= 2, nb++)                                                 \
-      for (int l = 0; l < V; l++) {                                                           \
-        int g = l / (2 * b) * 2 * b, o = l % (2 * b);                                         \
-        mlo[nb][l] = o < b ? g + o : V + g + o - b;                                           \
-        mhi[nb][l] = o < b ? g + o + b : V + g + o;                                           \
-      }                                                                                       \
     int64_t total = rows * cols, r0 = 0, c0 = 0;                                              \
     VT r[V];                                                                                  \
     if (cols < V) /* tall: tiles of V rows */                                                 \
       for (; r0 + V <= rows && (r0 + V - 1) * cols + V <= total; r0 += V) {                   \
         _Pragma("GCC unroll 16") for (int i = 0; i < V; i++)                                  \
             memcpy(&r[i], src + (r0 + i) * cols, sizeof r[i]);                                \
-        tile_##S(r, mlo, mhi);                                                                \
+        tile_##S(r);                                                                \
         _Pragma("GCC unroll 16") for (int c = 0; c < V; c++) if (c < cols)                    \
             memcpy(dst + c * rows + r0, &r[c], sizeof r[c]);                                  \
       }                                                                                       \
@@ -478,7 +485,7 @@ static inline int32_t pool_opaque_zero(void) {
           r[i] = z;                                                                           \
           if (i < rows) memcpy(&r[i], src + i * cols + c0, sizeof r[i]);                      \
         }                                                                                     \
-        tile_##S(r, mlo, mhi);                                                                \
+        tile_##S(r);                                                                \
         _Pragma("GCC unroll 16") for (int j = 0; j < V; j++) {                                \
           T *d = dst + (c0 + j) * rows;                                                       \
           if ((c0 + j) * rows + V <= total) {                                                 \

@@ -1,5 +1,6 @@
 /* softmax_drv.h: template of the softmax / log_softmax kernels for one float dtype, included
- * by ops/activation/softmax.c with RT and RSUF defined (undefined at the end). Contiguous
+ * by ops/activation/softmax_kernels.c with RT and RSUF defined (undefined at the end); the
+ * entry points opf_sm_{rows,cols}_{fwd,bwd}_RSUF are declared in softmax_common.h. Contiguous
  * rows (inner 1) use the row log-sum-exp of reduce_lanes.h; outer axes stream rows through
  * L1-resident column vectors, with the wide-row view for short inner extents. */
 
@@ -69,7 +70,7 @@ OPF_RED_INLINE void RFN(sm_rows_bwd_n)(const RT *restrict y, const RT *restrict 
   }
 }
 
-OPF_VEC static void RFN(sm_rows_fwd)(const RT *restrict x, RT *restrict y, int64_t nrows,
+OPF_VEC void RFN(opf_sm_rows_fwd)(const RT *restrict x, RT *restrict y, int64_t nrows,
                                      int64_t n, int lg) {
 #define SM_CASE(N)                                                                            \
   case N: RFN(sm_rows_fwd_n)(x, y, nrows, N, lg); return;
@@ -78,7 +79,7 @@ OPF_VEC static void RFN(sm_rows_fwd)(const RT *restrict x, RT *restrict y, int64
   RFN(sm_rows_fwd_n)(x, y, nrows, n, lg);
 }
 
-OPF_VEC static void RFN(sm_rows_bwd)(const RT *restrict y, const RT *restrict dy, RT *restrict dx,
+OPF_VEC void RFN(opf_sm_rows_bwd)(const RT *restrict y, const RT *restrict dy, RT *restrict dx,
                                      int64_t nrows, int64_t n, int lg) {
 #define SM_CASE(N)                                                                            \
   case N: RFN(sm_rows_bwd_n)(y, dy, dx, nrows, N, lg); return;
@@ -116,7 +117,7 @@ OPF_RED_INLINE void RFN(sm_repeat)(RT *restrict a, int64_t m, int64_t w) {
   for (int64_t g = 1; g < m; g++) memcpy(a + g * w, a, (size_t)w * sizeof(RT));
 }
 
-OPF_VEC static void RFN(sm_cols_fwd)(const RT *restrict x, RT *restrict y, int64_t n,
+OPF_VEC void RFN(opf_sm_cols_fwd)(const RT *restrict x, RT *restrict y, int64_t n,
                                      int64_t inner, int64_t m, int64_t w, int lg) {
   const RFN(sm_view) v = RFN(sm_view_make)(n, inner, m, w);
   RT cm[OPF_RED_CB];
@@ -148,7 +149,7 @@ OPF_VEC static void RFN(sm_cols_fwd)(const RT *restrict x, RT *restrict y, int64
   }
 }
 
-OPF_VEC static void RFN(sm_cols_bwd)(const RT *restrict y, const RT *restrict dy,
+OPF_VEC void RFN(opf_sm_cols_bwd)(const RT *restrict y, const RT *restrict dy,
                                      RT *restrict dx, int64_t n, int64_t inner, int64_t m,
                                      int64_t w, int lg) {
   const RFN(sm_view) v = RFN(sm_view_make)(n, inner, m, w);

@@ -440,6 +440,12 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   if (o->timeout > 0 && o->isolate == 0) return cli_usage_error("--timeout needs isolation (drop --no-isolate)");
   if (o->prof.on && o->backend != CLI_BK_NATIVE) return cli_usage_error("--profile cannot be combined with --backend callgrind");
   if (o->timeout > 0) o->isolate = 1;
+  /* The callgrind child reads its dumps after each measurement in its own process, and its
+   * counts are deterministic: no isolated case processes, no repetitions to merge. */
+  if (o->isolate == 1 && o->backend != CLI_BK_NATIVE)
+    return cli_usage_error("--isolate and --timeout cannot be combined with --backend callgrind (its cases run in the one process valgrind runs)");
+  if (o->reps > 1 && o->backend != CLI_BK_NATIVE)
+    return cli_usage_error("--repetitions cannot be combined with --backend callgrind (its counts are deterministic)");
   if (o->peer_lib >= 0 && o->backend != CLI_BK_NATIVE)
     return cli_usage_error("--baseline compares times: it cannot be combined with --backend callgrind");
   if (o->child_case >= 0) return 0; /* a case process: no outputs of its own */
@@ -803,6 +809,8 @@ int cmd_run(int argc, char **argv) {
       } else {
         for (int k = 0; k < np; k++) {
           opf_measure(&o.s, &c->c, c->set, passes[k], pmu, &into[k]);
+          /* callgrind child: this pass's dumps, before the next pass (bwd after fwd) makes its own */
+          cli_backend_result(&bk, &into[k]);
           cli_profile_attach(&o.prof, &into[k]);
         }
       }
@@ -810,7 +818,6 @@ int cmd_run(int argc, char **argv) {
     }
     for (int k = 0; k < np; k++) {
       opf_result *r = &res[k];
-      cli_backend_result(&bk, r); /* callgrind child: attach the simulated counters */
       if (have_machine) {
         r->roofline = opf_roofline_bound(&mach, r->dtype, o.s.threads, r->flops, r->bytes);
         r->roofline_time = opf_roofline_time(&mach, r->dtype, o.s.threads, r->flops, r->bytes);

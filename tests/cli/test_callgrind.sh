@@ -28,6 +28,9 @@ expect() {
 expect 2 "unknown backend 'cachegrind' (use native or callgrind)" -- run sum --backend cachegrind
 expect 2 "unknown operator 'smu'" -- run smu --backend callgrind
 expect 2 "--events cannot be combined with --backend callgrind" -- "${sum[@]}" --events core
+expect 2 "--isolate and --timeout cannot be combined with --backend callgrind" -- "${sum[@]}" --isolate
+expect 2 "--isolate and --timeout cannot be combined with --backend callgrind" -- "${sum[@]}" --timeout 60
+expect 2 "--repetitions cannot be combined with --backend callgrind" -- "${sum[@]}" --repetitions 2
 
 if [ "${OPPERF_SANITIZE:-OFF}" = "ON" ] || ldd "$OPPERF" 2>/dev/null | grep -q libasan; then
   expect 2 "does not work in a sanitizer build" -- "${sum[@]}" --format json -o "$tmp/no.json"
@@ -116,6 +119,32 @@ assert abs(d1 - 65536) / 65536 < 0.02, d1
 assert a["sim:DLmr"] < 0.01 * 65536, a["sim:DLmr"]
 assert a["sim:Ir"] > 1048576 / 16, a["sim:Ir"]   # at least one instruction per 16 floats
 print("sum: sim:Ir %.0f, sim:D1mr %.0f per call in both runs" % (a["sim:Ir"], d1))
+PY
+
+# --- every pass of a case: fwd, bwd (after its own forward) and both, of two operators -------
+# Each pass's dumps are read before the next pass runs: reading them only after all the passes
+# of a case gave every bwd and both "cannot attach 0 callgrind dumps to N samples".
+"$OPPERF" run sum add --shapes small --pass fwd,bwd,both --backend callgrind --threads 1 --runs 2 \
+  --format json -o "$tmp/passes.json" 2>"$tmp/err" || fail "fwd,bwd,both under callgrind: $(cat "$tmp/err")"
+python3 - "$tmp/passes.json" <<'PY' || fail "fwd,bwd,both: every pass simulated"
+import json, sys
+res = json.load(open(sys.argv[1]))["results"]
+seen = set()
+for r in res:
+    assert r["status"] == "ok" and r["simulated"] is True, (r["op"], r["pass"], r.get("message"))
+    assert r["time"]["samples"] == 2, (r["op"], r["pass"], r["time"])
+    c = {e["name"]: e for e in r["counters"]}
+    assert c["sim:Ir"]["status"] == "counted" and c["sim:Ir"]["per_call"] > 0, (r["op"], r["pass"], c["sim:Ir"])
+    seen.add((r["op"], r["pass"]))
+for op in ("sum", "add"):
+    for p in ("fwd", "bwd", "both"):
+        assert (op, p) in seen, (op, p, sorted(seen))
+# A training step does at least the work of its backward.
+ir = {(r["op"], r["pass"], r["spec"]): {e["name"]: e.get("per_call") for e in r["counters"]}["sim:Ir"] for r in res}
+for (op, p, spec), v in ir.items():
+    if p == "both":
+        assert v >= ir[(op, "bwd", spec)], (op, spec, v, ir[(op, "bwd", spec)])
+print("fwd,bwd,both: %d results ok under callgrind" % len(res))
 PY
 
 # --- relu: one read and one write miss per line; table, CSV and Markdown labels -------------

@@ -300,6 +300,37 @@ static void test_hooks_outside_valgrind(void **state) {
   assert_int_equal(t.v[0], 0);
 }
 
+/* A case's fwd then its bwd measured before the fwd's dumps are collected (what `run` did
+ * before: all passes of a case, then one collect per result): the fwd's collect must fail
+ * naming the overlap rather than count the bwd's dumps, and the region recovers after it. */
+static void test_hooks_overlapping_cases(void **state) {
+  (void)state;
+  if (opf_cg_running()) skip();
+  opf_cg_region g;
+  opf_cg_region_init(&g, "/nonexistent/cg.out");
+  opf_region_hooks h = opf_cg_hooks(&g);
+  for (int c = 0; c < 2; c++) { /* two cases, no collect between them */
+    for (int i = 0; i < 3; i++) {
+      h.sample_begin(h.ctx);
+      h.sample_end(h.ctx);
+    }
+    h.case_end(h.ctx, NULL);
+  }
+  opf_cg_totals t = {0};
+  int counted = -1;
+  opf_err e = {0};
+  assert_int_equal(opf_cg_region_collect(&g, &t, &counted, &e), OPF_EINVAL);
+  assert_non_null(strstr(e.msg, "3 samples of the next case began before"));
+  opf_cg_totals_release(&t);
+  /* The next case, collected in turn, is fine again. */
+  h.sample_begin(h.ctx);
+  h.sample_end(h.ctx);
+  h.case_end(h.ctx, NULL);
+  assert_int_equal(opf_cg_region_collect(&g, &t, &counted, &e), OPF_OK);
+  assert_int_equal(counted, 0);
+  opf_cg_totals_release(&t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse_fixture),
@@ -311,6 +342,7 @@ int main(void) {
       cmocka_unit_test(test_attach_absent_event),
       cmocka_unit_test(test_context_events),
       cmocka_unit_test(test_hooks_outside_valgrind),
+      cmocka_unit_test(test_hooks_overlapping_cases),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
