@@ -3,7 +3,9 @@
 # build/ with warnings as errors and runs all ctest labels (unit, pmu, ops, cli), then builds
 # build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer at -O1 and runs all the labels
 # again (warnings are checked once, in build/). --quick skips the sanitizer build. Prints the
-# time of each step.
+# time of each step. The PMU lab (label lab: an emulated arm64 machine) and the arm64 tests
+# under qemu-user have scripts of their own (scripts/pmu-lab, scripts/test-arm64.sh), which
+# .ci/run runs after this one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
@@ -35,7 +37,7 @@ build() { # build-dir, strict (1: warnings and notes fail the build), extra cmak
 step "build (build/, -O3, -Werror)"
 build build 1 -DOPPERF_SANITIZE=OFF -DOPPERF_OPT=-O3
 step "tests (build/)"
-ctest --test-dir build --output-on-failure -j"$jobs"
+ctest --test-dir build --output-on-failure -j"$jobs" -LE lab
 if [ $quick -eq 0 ]; then
   # The sanitizer build checks memory and undefined behaviour, not speed: -O1 compiles in a
   # fraction of -O3's time and keeps the stack traces exact. Every label runs under it.
@@ -45,7 +47,7 @@ if [ $quick -eq 0 ]; then
   build build-asan 0 -DOPPERF_SANITIZE=ON -DOPPERF_OPT=-O1
   step "tests under ASan + UBSan (build-asan/)"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-asan --output-on-failure -j"$jobs"
+    ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE lab
 fi
 step "done"
 echo "opperf: all tests passed" >&2
