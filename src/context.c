@@ -117,20 +117,27 @@ uint64_t opf_llc_bytes(void) {
  * (intel_pstate), else the "@ 2.10GHz" of Intel's model name, else, where the kernel has no
  * cpufreq (virtual machines), "cpu MHz", which is then the constant TSC rate, else cpufreq's
  * maximum. src says which. 0 when none is known. */
-static double nominal_mhz(char *src, size_t n) {
+/* A cpufreq frequency file (kHz) in MHz; 0 when absent or unreadable. */
+static double cpufreq_mhz(const char *file) {
+  char path[128];
+  snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cpufreq/%s", file);
+  FILE *f = fopen(path, "r");
   double khz = 0;
-  FILE *f = fopen("/sys/devices/system/cpu/cpu0/cpufreq/base_frequency", "r");
-  if (f) {
-    int ok = fscanf(f, "%lf", &khz) == 1;
-    fclose(f);
-    if (ok && khz > 0) {
-      snprintf(src, n, "cpufreq base_frequency");
-      return khz / 1000;
-    }
+  if (!f) return 0;
+  if (fscanf(f, "%lf", &khz) != 1) khz = 0;
+  fclose(f);
+  return khz > 0 ? khz / 1000 : 0;
+}
+
+static double nominal_mhz(char *src, size_t n) {
+  double base = cpufreq_mhz("base_frequency");
+  if (base > 0) {
+    snprintf(src, n, "cpufreq base_frequency");
+    return base;
   }
   char line[512];
   double mhz = 0, ghz = 0;
-  f = fopen("/proc/cpuinfo", "r");
+  FILE *f = fopen("/proc/cpuinfo", "r");
   if (f) {
     while (fgets(line, sizeof line, f)) {
       const char *at = strstr(line, "@ ");
@@ -148,14 +155,10 @@ static double nominal_mhz(char *src, size_t n) {
     snprintf(src, n, "TSC rate (cpu MHz; no cpufreq, constant)");
     return mhz;
   }
-  f = fopen("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", "r");
-  if (f) {
-    int ok = fscanf(f, "%lf", &khz) == 1;
-    fclose(f);
-    if (ok && khz > 0) {
-      snprintf(src, n, "cpufreq cpuinfo_max_freq (maximum, not base)");
-      return khz / 1000;
-    }
+  double max = cpufreq_mhz("cpuinfo_max_freq");
+  if (max > 0) {
+    snprintf(src, n, "cpufreq cpuinfo_max_freq (maximum, not base)");
+    return max;
   }
   snprintf(src, n, "unknown");
   return 0;
