@@ -7,20 +7,26 @@
 . "$(dirname "$0")/lib.sh"
 
 # --- --explain: any model, this machine or not -------------------------------------------------
+# libpfm4 carries only its own architecture's tables: x86 encodings are checked in x86 builds
+# (an arm64 build under qemu-user checks the formulas and names only).
+x86=0
+readelf -h "${OPPERF_TARGET:-$OPPERF}" 2>/dev/null | grep -q 'Machine:.*X86-64' && x86=1
 "$OPPERF" events --explain topdown --pmu skx >"$tmp/skx" 2>"$tmp/err" || fail "explain skx exited $?: $(cat "$tmp/err")"
-for want in "top-down on skx (Intel Skylake-SP)" "slots per cycle: 4" \
-  "bad = (UOPS_ISSUED.ANY - UOPS_RETIRED.RETIRE_SLOTS + 4 * INT_MISC.RECOVERY_CYCLES) / slots" \
-  "skx::UOPS_ISSUED:ANY" "4:0x10e" "skx::INT_MISC:RECOVERY_CYCLES" "4:0x10d" "source: Yasin" \
-  "verdict: a verdict is given when the largest level-1 bucket holds at least 50%"; do
+wants=("top-down on skx (Intel Skylake-SP)" "slots per cycle: 4"
+  "bad = (UOPS_ISSUED.ANY - UOPS_RETIRED.RETIRE_SLOTS + 4 * INT_MISC.RECOVERY_CYCLES) / slots"
+  "source: Yasin" "verdict: a verdict is given when the largest level-1 bucket holds at least 50%")
+[ $x86 -eq 1 ] && wants+=("skx::UOPS_ISSUED:ANY" "4:0x10e" "skx::INT_MISC:RECOVERY_CYCLES" "4:0x10d")
+for want in "${wants[@]}"; do
   grep -qF -- "$want" "$tmp/skx" || fail "explain skx lacks '$want': $(cat "$tmp/skx")"
 done
 [ "$(grep -c '^  1 ' "$tmp/skx")" -eq 5 ] || fail "explain skx: not 5 level-1 events: $(cat "$tmp/skx")"
 "$OPPERF" events --explain topdown --pmu icl >"$tmp/icl" 2>&1 || fail "explain icl exited $?"
-grep -qF "4:0x500019c" "$tmp/icl" || fail "explain icl: no level-2 CYCLES_0_UOPS_DELIV (cmask 5): $(cat "$tmp/icl")"
+[ $x86 -eq 0 ] || grep -qF "4:0x500019c" "$tmp/icl" ||
+  fail "explain icl: no level-2 CYCLES_0_UOPS_DELIV (cmask 5): $(cat "$tmp/icl")"
 [ "$(grep -c '^  2 ' "$tmp/icl")" -eq 3 ] || fail "explain icl: not 3 level-2 events"
 "$OPPERF" events --explain topdown --pmu amd64_fam1ah_zen5 >"$tmp/z5" 2>&1 || fail "explain zen5 exited $?"
-grep -qF "de_no_dispatch_per_slot.backend_stalls" "$tmp/z5" && grep -qF "4:0x100001ea0" "$tmp/z5" &&
-  grep -qF "slots per cycle: 8" "$tmp/z5" || fail "explain zen5: $(cat "$tmp/z5")"
+grep -qF "de_no_dispatch_per_slot.backend_stalls" "$tmp/z5" && grep -qF "slots per cycle: 8" "$tmp/z5" &&
+  { [ $x86 -eq 0 ] || grep -qF "4:0x100001ea0" "$tmp/z5"; } || fail "explain zen5: $(cat "$tmp/z5")"
 "$OPPERF" events --explain topdown --pmu arm_v1 >"$tmp/v1" 2>&1 || fail "explain arm_v1 exited $?"
 grep -qF "raw r3e" "$tmp/v1" || grep -qF "arm_v1::STALL_SLOT_FRONTEND" "$tmp/v1" || fail "explain arm_v1: $(cat "$tmp/v1")"
 "$OPPERF" events --explain topdown >"$tmp/here" 2>&1 || fail "explain (this machine) exited $?"
