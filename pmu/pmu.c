@@ -1857,6 +1857,84 @@ opf_pmu_dstate opf_pmu_delta_ex(const opf_pmu *p, size_t i, const opf_pmu_snap *
   return not_run ? OPF_DV_PARTIAL : OPF_DV_OK;
 }
 
+struct opf_pmu_acc {
+  unsigned gen;
+  int n_th;
+  size_t n_ev, cap;
+  double *w; /* per (thread, event): value, enabled, running sums */
+  int n[OPF_PMU_MAX_EVENTS];
+};
+
+opf_pmu_acc *opf_pmu_acc_new(void) { return calloc(1, sizeof(opf_pmu_acc)); }
+
+void opf_pmu_acc_free(opf_pmu_acc *acc) {
+  if (!acc) return;
+  free(acc->w);
+  free(acc);
+}
+
+int opf_pmu_acc_add(const opf_pmu *p, opf_pmu_acc *acc, const opf_pmu_snap *a,
+                    const opf_pmu_snap *b) {
+  if (!p || !acc || !a || !b) return OPF_EINVAL;
+  size_t n = (size_t)a->n_th * p->n_ev;
+  if (acc->gen != p->gen || acc->n_th != a->n_th || acc->n_ev != p->n_ev) { /* a new open */
+    if (n > acc->cap) {
+      double *w = realloc(acc->w, n * 3 * sizeof *w);
+      if (!w) return OPF_ENOMEM;
+      acc->w = w;
+      acc->cap = n;
+    }
+    if (n) memset(acc->w, 0, n * 3 * sizeof *acc->w);
+    memset(acc->n, 0, sizeof acc->n);
+    acc->gen = p->gen;
+    acc->n_th = a->n_th;
+    acc->n_ev = p->n_ev;
+  }
+  for (size_t i = 0; i < p->n_ev; i++) {
+    if (opf_pmu_delta_ex(p, i, a, b, NULL) != OPF_DV_OK) continue;
+    for (int t = 0; t < a->n_th; t++) {
+      const uint64_t *x = snap_at(a, t, i), *y = snap_at(b, t, i);
+      double *s = acc->w + ((size_t)t * acc->n_ev + i) * 3;
+      s[0] += (double)(y[0] - x[0]);
+      s[1] += (double)(y[1] - x[1]);
+      s[2] += (double)(y[2] - x[2]);
+    }
+    acc->n[i]++;
+  }
+  return OPF_OK;
+}
+
+opf_pmu_dstate opf_pmu_acc_value(const opf_pmu *p, const opf_pmu_acc *acc, size_t i,
+                                 opf_pmu_dval *d, int *n_samples) {
+  opf_pmu_dval z = {0};
+  if (d) *d = z;
+  if (n_samples) *n_samples = 0;
+  if (!p || !acc || i >= p->n_ev || acc->gen != p->gen || acc->n_ev != p->n_ev || !acc->n[i])
+    return OPF_DV_NONE;
+  double sum = 0, main = 0, en = 0, run = 0;
+  int threads = 0;
+  for (int t = 0; t < acc->n_th; t++) {
+    const double *s = acc->w + ((size_t)t * acc->n_ev + i) * 3;
+    if (s[2] <= 0) continue; /* never ran in the added samples: nothing of it was counted */
+    double e = s[1] < s[2] ? s[2] : s[1];
+    double v = s[0] * e / s[2];
+    sum += v;
+    if (t == 0) main = v;
+    en += e;
+    run += s[2];
+    threads++;
+  }
+  if (!threads) return OPF_DV_NONE;
+  if (d) {
+    d->value = sum;
+    d->main_value = main;
+    d->frac_running = run / en;
+    d->threads = threads;
+  }
+  if (n_samples) *n_samples = acc->n[i];
+  return OPF_DV_OK;
+}
+
 int opf_pmu_delta(const opf_pmu *p, size_t i, const opf_pmu_snap *a, const opf_pmu_snap *b,
                   double *value, double *frac_running) {
   opf_pmu_dval d;

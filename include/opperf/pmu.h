@@ -112,6 +112,20 @@ opf_pmu_dstate opf_pmu_delta_ex(const opf_pmu *p, size_t i, const opf_pmu_snap *
  * partial delta is not a value), else 0 with both set to 0. */
 int opf_pmu_delta(const opf_pmu *p, size_t i, const opf_pmu_snap *a, const opf_pmu_snap *b,
                   double *value, double *frac_running);
+/* Sums over many samples of one open, per thread and event, for ratio estimates: with
+ * multiplexing a sample shorter than the rotation holds a group for part of it only, and its
+ * own enabled/running extrapolation is noisy and biased; perf stat scales over the whole run.
+ * opf_pmu_acc_add adds the per-thread deltas of every event whose delta is OPF_DV_OK (partial
+ * samples stay out, as for single deltas); opf_pmu_acc_value gives sum_t V_t * E_t / R_t over
+ * the added samples (d->value; d->main_value for thread 0) and how many samples it holds. */
+typedef struct opf_pmu_acc opf_pmu_acc;
+opf_pmu_acc *opf_pmu_acc_new(void);
+void opf_pmu_acc_free(opf_pmu_acc *acc);
+int opf_pmu_acc_add(const opf_pmu *p, opf_pmu_acc *acc, const opf_pmu_snap *a,
+                    const opf_pmu_snap *b);
+opf_pmu_dstate opf_pmu_acc_value(const opf_pmu *p, const opf_pmu_acc *acc, size_t i,
+                                 opf_pmu_dval *d, int *n_samples);
+
 /* The plan of the last open, one line: hardware group capacity and where it came from, e.g.
  * "hardware groups of at most 5 events (amd64_fam1ah_zen5: 6 counters, 1 held by the NMI
  * watchdog)"; splits made; inherit. "" before an open. */

@@ -139,6 +139,7 @@ static inline int lab_measure(opf_pmu *p, void (*work)(void *), void *arg, lab_m
   memset(m, 0, sizeof *m);
   opf_pmu_snap *a = lab_snap_new(), *b = lab_snap_new();
   int rc = a && b ? OPF_OK : OPF_ENOMEM;
+  if (rc == OPF_OK) rc = opf_pmu_read(p, b); /* sizes b: its first read would allocate */
   if (rc == OPF_OK) rc = opf_pmu_read(p, a);
   if (rc == OPF_OK) {
     work(arg);

@@ -719,6 +719,39 @@ static void test_topdown_one_group(void **state) {
   opf_pmu_set_topdown_pmu(NULL);
 }
 
+/* The ratio estimate over many short samples (what a multiplexed event reports): sums of
+ * value, enabled and running per thread across the samples whose delta is valid, then one
+ * scaling. Two groups of 2 on 2 counters take turns tick by tick; of 6 one-tick samples r01
+ * ran in some: exactly those are added, 11 counts each. */
+static void test_ratio_over_samples(void **state) {
+  (void)state;
+  fk_reset(2, 0);
+  opf_pmu_set_hw_capacity(2, 0);
+  opf_pmu *p = open_set("r01,r02,r03,r04");
+  assert_true(opf_pmu_event_at(p, 0)->group != opf_pmu_event_at(p, 2)->group);
+  opf_pmu_acc *acc = opf_pmu_acc_new();
+  assert_non_null(acc);
+  opf_pmu_snap *a = ts_snap(), *b = ts_snap();
+  int ran = 0;
+  for (int s = 0; s < 6; s++) {
+    assert_int_equal(opf_pmu_read(p, a), OPF_OK);
+    fk_run(my_tid(), 1);
+    assert_int_equal(opf_pmu_read(p, b), OPF_OK);
+    ran += opf_pmu_delta_ex(p, 0, a, b, NULL) == OPF_DV_OK;
+    assert_int_equal(opf_pmu_acc_add(p, acc, a, b), OPF_OK);
+  }
+  opf_pmu_dval d;
+  int n = 0;
+  assert_int_equal(opf_pmu_acc_value(p, acc, 0, &d, &n), OPF_DV_OK);
+  assert_int_equal(n, ran);
+  assert_true(ran >= 1 && ran < 6);
+  /* value sums ran * 11, enabled sums ran (only the samples where it ran are added), so the
+   * estimate is per added sample: 11 each */
+  assert_true(fabs(d.value - 11.0 * ran) < 1e-9);
+  opf_pmu_acc_free(acc);
+  opf_pmu_free(p);
+}
+
 int main(void) {
   g_foreign = ts_foreign_threads();
   const struct CMUnitTest tests[] = {
@@ -733,6 +766,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_kernel_mode_sw_events, setup, teardown),
       cmocka_unit_test_setup_teardown(test_hybrid, setup, teardown),
       cmocka_unit_test_setup_teardown(test_harness_residual, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_ratio_over_samples, setup, teardown),
       cmocka_unit_test_setup_teardown(test_topdown_one_group, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
