@@ -38,7 +38,9 @@ typedef struct opf_pmu_event {
 
 /* A snapshot of every event on every counted thread: raw value, time enabled and time running
  * per (thread, event), as the kernel returned them. Opaque: its size follows the number of
- * threads of the open (no fixed thread limit). Allocate once, reuse for every read. */
+ * threads of the open (no fixed thread limit). Allocate once, reuse for every read; the first
+ * read into a snapshot allocates its storage, so read both snapshots of a pair once before the
+ * first measured window (the harness does), or that window holds a malloc. */
 typedef struct opf_pmu_snap opf_pmu_snap;
 opf_pmu_snap *opf_pmu_snap_new(void);
 void opf_pmu_snap_free(opf_pmu_snap *s);
