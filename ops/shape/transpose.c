@@ -176,6 +176,15 @@ static void tr_plain(const void *in, int64_t lda, void *out, int64_t ldb, int64_
   }
 }
 
+/* The ragged edges of a block whose first rw rows and cw columns went through registers. */
+static inline void tr_edges(const void *vin, int64_t lda, void *vout, int64_t ldb, int64_t R,
+                            int64_t C, size_t es, int64_t rw, int64_t cw) {
+  const char *in = vin;
+  char *out = vout;
+  tr_plain(in + (size_t)(rw * lda) * es, lda, out + (size_t)rw * es, ldb, R - rw, C, es);
+  tr_plain(in + (size_t)cw * es, lda, out + (size_t)(cw * ldb) * es, ldb, rw, C - cw, es);
+}
+
 #ifdef OPF_X86
 #define TR_AVX2 __attribute__((target("avx2"), always_inline)) static inline
 #define TR_AVX512 __attribute__((target("avx512f"), always_inline)) static inline
@@ -224,10 +233,7 @@ __attribute__((target("avx2"))) static void tr_block_avx2(const void *vin, int64
       else
         tr4x4_8((const uint64_t *)vin + r * lda + c, lda, (uint64_t *)vout + c * ldb + r, ldb);
     }
-  const char *in = vin;
-  char *out = vout;
-  tr_plain(in + (size_t)(rw * lda) * es, lda, out + (size_t)rw * es, ldb, R - rw, C, es);
-  tr_plain(in + (size_t)cw * es, lda, out + (size_t)(cw * ldb) * es, ldb, rw, C - cw, es);
+  tr_edges(vin, lda, vout, ldb, R, C, es, rw, cw);
 }
 
 /* AVX-512, 4-byte words: 16 input rows x 8 columns (half-line loads, paired into zmm as rows
@@ -320,10 +326,7 @@ static void tr_block_vec(const void *vin, int64_t lda, void *vout, int64_t ldb, 
       else
         opf_t2x2_u64((const uint64_t *)vin + r * lda + c, lda, (uint64_t *)vout + c * ldb + r, ldb);
     }
-  const char *in = vin;
-  char *out = vout;
-  tr_plain(in + (size_t)(rw * lda) * es, lda, out + (size_t)rw * es, ldb, R - rw, C, es);
-  tr_plain(in + (size_t)cw * es, lda, out + (size_t)(cw * ldb) * es, ldb, rw, C - cw, es);
+  tr_edges(vin, lda, vout, ldb, R, C, es, rw, cw);
 }
 
 typedef void (*tr_block_fn)(const void *in, int64_t lda, void *out, int64_t ldb, int64_t R,
