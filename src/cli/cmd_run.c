@@ -50,7 +50,6 @@ typedef struct run_opts {
   double threshold;       /* --compare-baseline: smallest change that counts */
   int isolate;            /* -1: default (on for runs of several operators), 0 off, 1 on */
   double timeout;         /* --timeout: seconds per case (isolated), 0: none */
-  int child_case, child_fd; /* internal: this process measures one case for an isolating parent */
   cli_backend_kind backend; /* --backend: src/cli/backend.c */
   const char *metric;     /* --metric: what --compare-baseline compares (time by default) */
   int reps;               /* --repetitions: independent measurements per case, merged */
@@ -278,7 +277,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
          O_TARGETCI, O_CITIME,
          O_MAXTIME, O_RUNS, O_SAMPLE, O_THREADS, O_CPU, O_CACHE, O_SEED, O_EVENTS, O_FORMAT,
          O_DRY, O_BACKEND, O_RANDOM, O_SAVE, O_SAVE_BASE, O_CMP_BASE, O_BASE_DIR, O_THRESH,
-         O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_CHILD_CASE, O_CHILD_FD, O_IMPL, O_REPS, O_METRIC,
+         O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_IMPL, O_REPS, O_METRIC,
          O_PERF_CTL, O_PEER, O_PLUGIN, O_CHECK, O_BLAS,
          O_PROFILE, O_PROFILE_LAST = O_PROFILE + CLI_PROFILE_NOPTS - 1 };
   static const struct option opts[] = {
@@ -298,8 +297,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       {"save-baseline", required_argument, 0, O_SAVE_BASE}, {"compare-baseline", required_argument, 0, O_CMP_BASE},
       {"baseline-dir", required_argument, 0, O_BASE_DIR}, {"threshold", required_argument, 0, O_THRESH},
       {"isolate", no_argument, 0, O_ISOLATE}, {"no-isolate", no_argument, 0, O_NO_ISOLATE},
-      {"timeout", required_argument, 0, O_TIMEOUT}, {"child-case", required_argument, 0, O_CHILD_CASE},
-      {"child-fd", required_argument, 0, O_CHILD_FD}, {"impl", required_argument, 0, O_IMPL},
+      {"timeout", required_argument, 0, O_TIMEOUT}, {"impl", required_argument, 0, O_IMPL},
       {"repetitions", required_argument, 0, O_REPS}, {"metric", required_argument, 0, O_METRIC},
       {"verbose", no_argument, 0, 'v'}, {"perf-control", required_argument, 0, O_PERF_CTL},
       {"baseline", required_argument, 0, O_PEER}, {"check", no_argument, 0, O_CHECK},
@@ -308,7 +306,6 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   opf_settings_default(&o->s);
   o->threshold = 0.05;
   o->isolate = -1;
-  o->child_case = o->child_fd = -1;
   o->sets = "standard,skewed";
   o->dtypes = NULL;
   o->passes = "fwd,bwd";
@@ -399,12 +396,6 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       if (!cli_parse_double(optarg, &o->timeout) || !(o->timeout > 0) || o->timeout > 1e6)
         return cli_usage_error("--timeout needs a positive number of seconds, not '%s'", optarg);
       break;
-    case O_CHILD_CASE:
-    case O_CHILD_FD:
-      if (!cli_parse_int(optarg, &v) || v < 0 || v > 1 << 30) return cli_usage_error("bad internal option");
-      if (ch == O_CHILD_CASE) o->child_case = (int)v;
-      else o->child_fd = (int)v;
-      break;
     case O_SAVE_BASE: o->save_baseline = optarg; break;
     case O_CMP_BASE: o->compare_baseline = optarg; break;
     case O_BASE_DIR: o->baseline_dir = optarg; break;
@@ -448,7 +439,6 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     return cli_usage_error("--repetitions cannot be combined with --backend callgrind (its counts are deterministic)");
   if (o->peer_lib >= 0 && o->backend != CLI_BK_NATIVE)
     return cli_usage_error("--baseline compares times: it cannot be combined with --backend callgrind");
-  if (o->child_case >= 0) return 0; /* a case process: no outputs of its own */
   return setup_baselines(o);
 }
 
@@ -619,28 +609,42 @@ static int case_passes(const run_opts *o, const run_case *c, int pass_mask, opf_
   return n;
 }
 
-/* --child-case: measure one case for an isolating parent and send the results down the pipe. */
-static int run_child(run_opts *o, case_list *cl, int pass_mask, opf_pmu *pmu, cli_region *reg) {
-  int rc = 0;
-  if (o->child_case < cl->n) {
-    run_case *c = &cl->v[o->child_case];
-    opf_pass passes[OPF_NPASSES];
-    int np = case_passes(o, c, pass_mask, passes);
-    o->s.case_index = o->child_case;
-    for (int k = 0; k < np && !rc; k++) {
-      opf_result r;
-      opf_measure(&o->s, &c->c, c->set, passes[k], pmu, &r);
-      cli_profile_attach(&o->prof, &r);
-      rc = cli_child_send(o->child_fd, &r);
-      opf_result_release(&r);
-    }
-  } else {
-    rc = -1;
+/* The isolated case's process (forked by the case server, src/caseserver.c, from the state
+ * before any counter or thread pool existed): sets up the run time, counters and region hooks
+ * as a non-isolated run does, measures every pass of case `index` and sends the results. */
+typedef struct case_job_ctx {
+  run_opts *o;
+  case_list *cl;
+  int pass_mask;
+  opf_pmu *pmu; /* encoded, not opened */
+} case_job_ctx;
+
+static int case_job(void *ctx, int index, int fd) {
+  case_job_ctx *j = ctx;
+  run_opts *o = j->o;
+  opf_err e;
+  if (index < 0 || index >= j->cl->n) return EXIT_USAGE;
+  if (opf_runtime_setup(&o->s, &e) || opf_pmu_open(j->pmu, &e)) return cli_usage_error("%s", e.msg);
+  cli_region reg;
+  if (cli_region_setup(&reg, &o->s, o->perf_ctl)) return EXIT_USAGE;
+  if (cli_profile_setup(&o->prof, &reg)) {
+    cli_region_finish(&reg);
+    return EXIT_USAGE;
   }
-  cli_region_finish(reg);
+  cli_region_install(&reg, &o->s);
+  run_case *c = &j->cl->v[index];
+  opf_pass passes[OPF_NPASSES];
+  int np = case_passes(o, c, j->pass_mask, passes), rc = 0;
+  o->s.case_index = index;
+  for (int k = 0; k < np && !rc; k++) {
+    opf_result r;
+    opf_measure(&o->s, &c->c, c->set, passes[k], j->pmu, &r);
+    cli_profile_attach(&o->prof, &r);
+    rc = cli_child_send(fd, &r);
+    opf_result_release(&r);
+  }
+  cli_region_finish(&reg);
   cli_profile_finish(&o->prof, 0);
-  opf_pmu_free(pmu);
-  free(cl->v);
   return rc ? EXIT_FAILED : EXIT_OK;
 }
 
@@ -649,7 +653,6 @@ int cmd_run(int argc, char **argv) {
   memset(&o, 0, sizeof o);
   cli_backend_save_args(argc, argv); /* before parse_args tokenises --format in place */
   cli_blas_save_args(argc, argv);
-  cli_isolate_save_args(argc, argv);
   char command[512]; /* for the context block, also taken before the tokenising */
   cli_join_argv(argc, argv, command, sizeof command);
   int rc = parse_args(argc, argv, &o);
@@ -677,7 +680,7 @@ int cmd_run(int argc, char **argv) {
    * opperf-results/run-<UTC time>.json, so a long run is never only on a terminal. */
   static char default_json[96];
   if (optind == argc && !o.config && !o.n_inputs && !o.random_shapes && o.n_out == 1 &&
-      o.fmt[0] == OPF_FMT_TABLE && !o.fmt_path[0] && !o.output && o.child_case < 0 &&
+      o.fmt[0] == OPF_FMT_TABLE && !o.fmt_path[0] && !o.output &&
       o.backend == CLI_BK_NATIVE) {
     time_t now = time(NULL);
     struct tm tm;
@@ -739,7 +742,17 @@ int cmd_run(int argc, char **argv) {
     free(cl.v);
     return cli_usage_error("%s", e.msg);
   }
+  /* --isolate: the case server forks now, before this process opens counters or starts
+   * threads; every case's process starts from here. */
+  opf_case_server *srv = NULL;
+  case_job_ctx job = {&o, &cl, pass_mask, pmu};
+  if (o.isolate && cli_isolate_start(&srv, case_job, &job)) {
+    opf_pmu_free(pmu);
+    free(cl.v);
+    return EXIT_USAGE;
+  }
   if (opf_runtime_setup(&o.s, &e) || opf_pmu_open(pmu, &e)) {
+    opf_case_server_stop(srv);
     opf_pmu_free(pmu);
     free(cl.v);
     return cli_usage_error("%s", e.msg);
@@ -747,18 +760,19 @@ int cmd_run(int argc, char **argv) {
   /* The measured-region hooks: the back-end's, then perf record control. */
   cli_region reg;
   if (cli_region_setup(&reg, &o.s, o.perf_ctl)) {
+    opf_case_server_stop(srv);
     opf_pmu_free(pmu);
     free(cl.v);
     return EXIT_USAGE;
   }
   if (cli_profile_setup(&o.prof, &reg)) { /* --profile: sampling inside the measured samples */
+    opf_case_server_stop(srv);
     cli_region_finish(&reg);
     opf_pmu_free(pmu);
     free(cl.v);
     return EXIT_USAGE;
   }
   cli_region_install(&reg, &o.s);
-  if (o.child_case >= 0) return run_child(&o, &cl, pass_mask, pmu, &reg);
   opf_context *ctx = malloc(sizeof *ctx);
   char *paths[MAX_OUTPUTS];
   opf_emitter *em[MAX_OUTPUTS] = {0};
@@ -779,7 +793,7 @@ int cmd_run(int argc, char **argv) {
         }
   }
   if (ctx) rc = cli_backend_context(&bk, ctx, &e); /* callgrind child: simulated counters */
-  cli_peer *peer = o.peer_lib >= 0 && o.child_case < 0 ? cli_peer_new(o.peer_lib, o.peer_check) : NULL;
+  cli_peer *peer = o.peer_lib >= 0 ? cli_peer_new(o.peer_lib, o.peer_check) : NULL;
   if (ctx && peer) snprintf(ctx->peer, sizeof ctx->peer, "%s", opf_peer_lib_name((opf_peer_lib)o.peer_lib));
   for (int i = 0; ctx && !rc && i < o.n_out; i++) rc = opf_emitter_begin(&em[i], o.fmt[i], paths[i], ctx, &e);
 
@@ -805,7 +819,7 @@ int cmd_run(int argc, char **argv) {
     for (int rep = 0; rep < o.reps && (rep == 0 || !cli_stop_requested); rep++) {
       opf_result *into = rep ? more : res; /* repetitions after the first merge into res */
       if (o.isolate) {
-        cli_isolate_run(i, &c->c, c->set, passes, np, o.timeout, pmu, &cli_stop_requested, into);
+        cli_isolate_run(srv, i, &c->c, c->set, passes, np, o.timeout, pmu, &cli_stop_requested, into);
       } else {
         for (int k = 0; k < np; k++) {
           opf_measure(&o.s, &c->c, c->set, passes[k], pmu, &into[k]);
@@ -840,6 +854,7 @@ int cmd_run(int argc, char **argv) {
   if (ctx && cli_stop_requested) ctx->interrupted = 1;
   if (tty) fprintf(stderr, "\r\033[K");
   cli_region_finish(&reg);
+  opf_case_server_stop(srv);
   if (ctx) opf_context_finish(ctx);
   for (int i = 0; i < o.n_out; i++) {
     if (em[i] && opf_emitter_end(em[i], !rc, &e) && !rc) rc = OPF_EIO;
