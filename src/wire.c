@@ -100,6 +100,7 @@ static const wfield result_f[] = {
     NUM(28, opf_result, call_alloc_bytes), NUM(29, opf_result, call_allocs),
     NUM(30, opf_result, peak_live_bytes), NUM(31, opf_result, max_rss_bytes),
     NUM(32, opf_result, minor_faults), NUM(33, opf_result, major_faults),
+    NUM(45, opf_result, warmup_s),   NUM(46, opf_result, warmup_calls),
     NUM(34, opf_result, n_events),   NUM(35, opf_result, simulated), NUM(36, opf_result, folded_len),
     SUB(37, opf_result, time, stats_t, -1),
     SUB(38, opf_result, tensors, tensor_t, (long)offsetof(opf_result, n_tensors)),

@@ -86,7 +86,10 @@ static void usage(void) {
       "                       reference first (a mismatch fails the case: status error);\n"
       "                       with --baseline also against the peer (see below)\n"
       "measurement:\n"
-      "  --warmup SEC         warm-up time per case (default 0.05)\n"
+      "  --warmup SEC         warm-up per case and pass: at most SEC (default 0.05), ending\n"
+      "                       once two consecutive chunks of calls agree (--warmup-settle)\n"
+      "  --warmup-settle PCT  ... within PCT per call, after 10 ms (default 5%%; 0: always\n"
+      "                       the full --warmup)\n"
       "  --min-time SEC       measure at least this long per case and pass (default 0.05)\n"
       "  --target-ci PCT      then stop once the 95%% confidence interval of the median is\n"
       "                       at most PCT of it wide (default 3%%; 0: stop at --min-time)\n"
@@ -274,7 +277,7 @@ static int setup_baselines(run_opts *o) {
 
 static int parse_args(int argc, char **argv, run_opts *o) {
   enum { O_SHAPES = 256, O_INPUT, O_PARAM, O_CONFIG, O_DTYPE, O_PASS, O_WARMUP, O_MINTIME,
-         O_TARGETCI, O_CITIME,
+         O_TARGETCI, O_CITIME, O_SETTLE,
          O_MAXTIME, O_RUNS, O_SAMPLE, O_THREADS, O_CPU, O_CACHE, O_SEED, O_EVENTS, O_FORMAT,
          O_DRY, O_BACKEND, O_RANDOM, O_SAVE, O_SAVE_BASE, O_CMP_BASE, O_BASE_DIR, O_THRESH,
          O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_IMPL, O_REPS, O_METRIC,
@@ -285,6 +288,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       {"param", required_argument, 0, O_PARAM},   {"config", required_argument, 0, O_CONFIG},
       {"dtype", required_argument, 0, O_DTYPE},   {"pass", required_argument, 0, O_PASS},
       {"warmup", required_argument, 0, O_WARMUP}, {"min-time", required_argument, 0, O_MINTIME},
+      {"warmup-settle", required_argument, 0, O_SETTLE},
       {"target-ci", required_argument, 0, O_TARGETCI}, {"ci-time", required_argument, 0, O_CITIME},
       {"max-time", required_argument, 0, O_MAXTIME}, {"runs", required_argument, 0, O_RUNS},
       {"sample-time", required_argument, 0, O_SAMPLE}, {"threads", required_argument, 0, O_THREADS},
@@ -342,6 +346,10 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     case O_WARMUP: if (cli_parse_seconds("--warmup", optarg, &o->s.warmup)) return 2; break;
     case O_MINTIME: if (cli_parse_seconds("--min-time", optarg, &o->s.min_time)) return 2; break;
     case O_CITIME: if (cli_parse_seconds("--ci-time", optarg, &o->s.ci_time)) return 2; break;
+    case O_SETTLE:
+      if (!cli_parse_fraction(optarg, &o->s.warmup_settle))
+        return cli_usage_error("--warmup-settle needs a share such as 5%% or 0.05 (0: off), not '%s'", optarg);
+      break;
     case O_TARGETCI:
       if (!cli_parse_fraction(optarg, &o->s.ci_target))
         return cli_usage_error("--target-ci needs a share such as 2%% or 0.02 (0: off), not '%s'", optarg);
