@@ -744,93 +744,69 @@ int cmd_run(int argc, char **argv) {
   }
   rc = 0;
 
+  /* The run pipeline (src/session.c): plan now (counters encoded), set up after the case
+   * server has forked. */
   opf_err e;
-  opf_pmu *pmu = NULL;
-  if (opf_pmu_create(&pmu, o.s.events, NULL, &e)) {
+  opf_session *ses = NULL;
+  char *paths[MAX_OUTPUTS];
+  resolve_paths(&o, paths);
+  if (opf_session_new(&ses, &o.s, command, &e)) {
+    for (int i = 0; i < o.n_out; i++) free(paths[i]);
     free(cl.v);
     return cli_usage_error("%s", e.msg);
   }
+  for (int i = 0; i < o.n_out; i++) opf_session_add_output(ses, o.fmt[i], paths[i], &e);
+  opf_pmu *pmu = opf_session_pmu(ses);
+  opf_settings *ss = opf_session_settings(ses);
   /* --isolate: the case server forks now, before this process opens counters or starts
    * threads; every case's process starts from here. */
   opf_case_server *srv = NULL;
   case_job_ctx job = {&o, &cl, pass_mask, pmu};
-  if (o.isolate && cli_isolate_start(&srv, case_job, &job)) {
-    opf_pmu_free(pmu);
-    free(cl.v);
-    return EXIT_USAGE;
-  }
-  if (opf_runtime_setup(&o.s, &e) || opf_pmu_open(pmu, &e)) {
-    opf_case_server_stop(srv);
-    opf_pmu_free(pmu);
-    free(cl.v);
-    return cli_usage_error("%s", e.msg);
-  }
-  /* The measured-region hooks: the back-end's, then perf record control. */
   cli_region reg;
-  if (cli_region_setup(&reg, &o.s, o.perf_ctl)) {
-    opf_case_server_stop(srv);
-    opf_pmu_free(pmu);
-    free(cl.v);
-    return EXIT_USAGE;
-  }
-  if (cli_profile_setup(&o.prof, &reg)) { /* --profile: sampling inside the measured samples */
-    opf_case_server_stop(srv);
+  int setup = EXIT_OK;
+  if (o.isolate && cli_isolate_start(&srv, case_job, &job)) setup = EXIT_USAGE;
+  else if (opf_session_start(ses, &e)) setup = cli_usage_error("%s", e.msg);
+  /* The measured-region hooks: the back-end's, then perf record control. */
+  else if (cli_region_setup(&reg, ss, o.perf_ctl)) setup = EXIT_USAGE;
+  else if (cli_profile_setup(&o.prof, &reg)) { /* --profile: sampling inside the measured samples */
     cli_region_finish(&reg);
-    opf_pmu_free(pmu);
+    setup = EXIT_USAGE;
+  }
+  if (setup) {
+    opf_case_server_stop(srv);
+    opf_session_free(ses);
+    for (int i = 0; i < o.n_out; i++) free(paths[i]);
     free(cl.v);
-    return EXIT_USAGE;
+    return setup;
   }
-  cli_region_install(&reg, &o.s);
-  opf_context *ctx = malloc(sizeof *ctx);
-  char *paths[MAX_OUTPUTS];
-  opf_emitter *em[MAX_OUTPUTS] = {0};
-  resolve_paths(&o, paths);
-  if (ctx) {
-    opf_context_collect(ctx, &o.s, pmu, command);
-    cli_blas_context(ctx);
-    /* The harness's own cost per sample, on an empty operator: timer only, and with the
-     * run's counters (absent when none of them opens: never a made-up figure). */
-    const char *what[2] = {"timer", o.s.events};
-    double per[2];
-    if (opf_overhead_measure(what, o.s.events[0] ? 2 : 1, per, &e) == OPF_OK)
-      for (int i = 0; i < 2 && i < (o.s.events[0] ? 2 : 1); i++)
-        if (per[i] >= 0) {
-          snprintf(ctx->overhead[ctx->n_overhead].what, sizeof ctx->overhead[0].what, "%s",
-                   i ? "timer+counters" : "timer");
-          ctx->overhead[ctx->n_overhead++].per_sample_s = per[i];
-        }
-  }
-  if (ctx) rc = cli_backend_context(&bk, ctx, &e); /* callgrind child: simulated counters */
+  cli_region_install(&reg, ss);
+  opf_context *ctx = opf_session_context(ses);
+  cli_blas_context(ctx);
+  rc = cli_backend_context(&bk, ctx, &e); /* callgrind child: simulated counters */
   cli_peer *peer = o.peer_lib >= 0 ? cli_peer_new(o.peer_lib, o.peer_check) : NULL;
-  if (ctx && peer) snprintf(ctx->peer, sizeof ctx->peer, "%s", opf_peer_lib_name((opf_peer_lib)o.peer_lib));
-  for (int i = 0; ctx && !rc && i < o.n_out; i++) rc = opf_emitter_begin(&em[i], o.fmt[i], paths[i], ctx, &e);
-
-  /* Roofline: from the figures `opperf machine` cached; absent (no % column) otherwise. */
-  opf_machine mach;
-  char mpath[512];
-  int have_machine = opf_machine_load(&mach, opf_machine_path(mpath, sizeof mpath), &e) == OPF_OK;
-  if (ctx) ctx->have_machine = have_machine;
+  if (peer) snprintf(ctx->peer, sizeof ctx->peer, "%s", opf_peer_lib_name((opf_peer_lib)o.peer_lib));
+  if (!rc) rc = opf_session_begin(ses, &e);
 
   int failed = 0, total = 0, done = 0, tty = isatty(2);
   for (int i = 0; i < cl.n; i++) total += case_passes(&o, &cl.v[i], pass_mask, NULL);
   cli_progress prog;
   cli_progress_start(&prog, total, tty);
   cli_stop_install(o.isolate);
-  for (int i = 0; ctx && !rc && i < cl.n && !cli_stop_requested; i++) {
+  for (int i = 0; !rc && i < cl.n && !cli_stop_requested; i++) {
     run_case *c = &cl.v[i];
     opf_pass passes[OPF_NPASSES];
     opf_result res[OPF_NPASSES], more[OPF_NPASSES];
     int np = case_passes(&o, c, pass_mask, passes);
     cli_progress_case(&prog, c->c.op->name, opf_dtype_name(c->c.dtype), np);
     done += np;
-    o.s.case_index = i;
+    ss->case_index = i;
     for (int rep = 0; rep < o.reps && (rep == 0 || !cli_stop_requested); rep++) {
       opf_result *into = rep ? more : res; /* repetitions after the first merge into res */
       if (o.isolate) {
         cli_isolate_run(srv, i, &c->c, c->set, passes, np, o.timeout, pmu, &cli_stop_requested, into);
       } else {
         for (int k = 0; k < np; k++) {
-          opf_measure(&o.s, &c->c, c->set, passes[k], pmu, &into[k]);
+          opf_session_measure(ses, &c->c, c->set, passes[k], &into[k]);
           /* callgrind child: this pass's dumps, before the next pass (bwd after fwd) makes its own */
           cli_backend_result(&bk, &into[k]);
           cli_profile_attach(&o.prof, &into[k]);
@@ -840,10 +816,7 @@ int cmd_run(int argc, char **argv) {
     }
     for (int k = 0; k < np; k++) {
       opf_result *r = &res[k];
-      if (have_machine) {
-        r->roofline = opf_roofline_bound(&mach, r->dtype, o.s.threads, r->flops, r->bytes);
-        r->roofline_time = opf_roofline_time(&mach, r->dtype, o.s.threads, r->flops, r->bytes);
-      }
+      opf_session_finish_result(ses, r); /* isolated and merged results too */
       failed += r->status >= OPF_ST_ERROR;
       cli_progress_result(&prog, r);
       if (o.verbose) {
@@ -853,26 +826,23 @@ int cmd_run(int argc, char **argv) {
       cli_profile_collect(&o.prof, r);
       /* --baseline: kept until the peer has run, then joined and recorded (peer.c) */
       if (peer && !cli_peer_keep(peer, &c->c, r)) continue;
-      for (int f = 0; f < o.n_out; f++) opf_emitter_record(em[f], r);
+      opf_session_record(ses, r);
       opf_result_release(r);
     }
   }
   if (tty && peer) fprintf(stderr, "\r\033[K[peer] %s", opf_peer_lib_name((opf_peer_lib)o.peer_lib));
-  int mismatches = peer && ctx ? cli_peer_finish(peer, &o.s, ctx, em, o.n_out, cli_stop_requested > 0) : 0;
-  if (ctx && cli_stop_requested) ctx->interrupted = 1;
+  int n_em;
+  opf_emitter **em = opf_session_emitters(ses, &n_em);
+  int mismatches = peer ? cli_peer_finish(peer, &o.s, ctx, em, n_em, cli_stop_requested > 0) : 0;
+  if (cli_stop_requested) ctx->interrupted = 1;
   if (tty) fprintf(stderr, "\r\033[K");
   cli_region_finish(&reg);
   opf_case_server_stop(srv);
-  if (ctx) opf_context_finish(ctx);
-  for (int i = 0; i < o.n_out; i++) {
-    if (em[i] && opf_emitter_end(em[i], !rc, &e) && !rc) rc = OPF_EIO;
-    if (o.n_out > 1 && o.fmt[i] == OPF_FMT_TABLE && i + 1 < o.n_out && !paths[i]) fputc('\n', stdout);
-  }
+  if (opf_session_end(ses, !rc, &e) && !rc) rc = OPF_EIO;
   if (!rc) cli_progress_finish(&prog, paths, o.n_out);
   for (int i = 0; i < o.n_out; i++) free(paths[i]);
   int prof_rc = cli_profile_finish(&o.prof, !rc); /* --profile-folded FILE */
-  opf_pmu_free(pmu);
-  free(ctx);
+  opf_session_free(ses);
   free(cl.v);
   cli_peer_free(peer);
   if (rc) return cli_usage_error("%s", e.msg[0] ? e.msg : "cannot write the report");
