@@ -327,7 +327,10 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     case 'v': o->verbose = 1; break;
     case O_PERF_CTL: o->perf_ctl = optarg; break;
     case O_PROFILE ... O_PROFILE_LAST: if (cli_profile_arg(&o->prof, ch - O_PROFILE, optarg)) return 2; break;
-    case O_SHAPES: o->sets = optarg; break;
+    case O_SHAPES:
+      if (cli_check_list(optarg, "--shapes")) return EXIT_USAGE;
+      o->sets = optarg;
+      break;
     case O_INPUT:
     case O_PARAM: {
       if (!strchr(optarg, '=') || optarg[0] == '=')
@@ -338,11 +341,21 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       break;
     }
     case O_CONFIG: o->config = optarg; break;
-    case O_IMPL: o->impl_list = optarg; break;
+    case O_IMPL:
+      if (cli_check_list(optarg, "--impl")) return EXIT_USAGE;
+      o->impl_list = optarg;
+      break;
     case O_PLUGIN: if (cli_plugin_load(optarg)) return 2; break;
     case O_CHECK: o->s.check = o->peer_check = 1; break; /* the reference, and the peer if any */
-    case O_DTYPE: o->dtypes = optarg; break;
-    case O_PASS: o->passes = optarg; o->passes_explicit = 1; break;
+    case O_DTYPE:
+      if (cli_check_list(optarg, "--dtype")) return EXIT_USAGE;
+      o->dtypes = optarg;
+      break;
+    case O_PASS:
+      if (cli_check_list(optarg, "--pass")) return EXIT_USAGE;
+      o->passes = optarg;
+      o->passes_explicit = 1;
+      break;
     case O_WARMUP: if (cli_parse_seconds("--warmup", optarg, &o->s.warmup)) return 2; break;
     case O_MINTIME: if (cli_parse_seconds("--min-time", optarg, &o->s.min_time)) return 2; break;
     case O_CITIME: if (cli_parse_seconds("--ci-time", optarg, &o->s.ci_time)) return 2; break;
@@ -390,7 +403,9 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       if (cli_check_list(optarg, "--events")) return EXIT_USAGE;
       snprintf(o->s.events, sizeof o->s.events, "%s", strcmp(optarg, "none") ? optarg : "");
       break;
-    case O_FORMAT: if (parse_formats(o, optarg)) return 2; break;
+    case O_FORMAT:
+      if (cli_check_list(optarg, "--format") || parse_formats(o, optarg)) return 2;
+      break;
     case 'o': o->output = optarg; break;
     case O_DRY: o->dry_run = 1; break;
     case O_RANDOM:

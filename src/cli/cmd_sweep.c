@@ -154,7 +154,10 @@ static int parse_args(int argc, char **argv, sweep_opts *o) {
       else return cli_usage_error("too many --input/--param items");
       break;
     case O_DTYPE: o->dtype = optarg; break;
-    case O_PASS: o->passes = optarg; break;
+    case O_PASS:
+      if (cli_check_list(optarg, "--pass")) return EXIT_USAGE;
+      o->passes = optarg;
+      break;
     case O_CACHE: o->caches = optarg; break;
     case O_EVENTS:
       if (strlen(optarg) >= sizeof o->s.events) return cli_usage_error("--events list is too long");

@@ -71,6 +71,13 @@ grep -q '^1 cases' "$tmp/out" || fail "dry run count: $(cat "$tmp/out")"
 expect 0 "" -- run relu --input x=3x5 --pass both "${quick[@]}"
 grep -q 'both' "$tmp/out" || fail "--pass both row missing"
 
+# list options reject empty items (perf does too): exit 2, one line naming the option
+for bad_list in "--format json," "--dtype float32,,float64" "--pass fwd," "--shapes ,standard" "--impl native," "--events cycles,,instructions"; do
+  # shellcheck disable=SC2086
+  expect 2 "${bad_list%% *}: empty item" -- run relu --input x=4 "${quick[@]}" $bad_list
+done
+expect 2 "--pass: empty item" -- sweep relu --shapes 16,32 --pass fwd,
+
 # config file
 cat >"$tmp/ok.json" <<'JSON'
 [{"op": "relu", "inputs": {"x": [7, 9]}, "dtype": "float64"},
