@@ -228,6 +228,7 @@ static const wfield *find(const wtable *t, uint16_t tag) {
 
 static int decode(const char *p, size_t len, const wtable *t, char *base, opf_err *err) {
   size_t pos = 0;
+  unsigned char seen[128] = {0}; /* tags met so far: a field twice (but an array's elements) is damage */
   while (pos < len) {
     uint16_t tag;
     uint32_t l;
@@ -240,6 +241,10 @@ static int decode(const char *p, size_t len, const wtable *t, char *base, opf_er
     pos += l;
     const wfield *f = find(t, tag);
     if (!f) continue; /* a newer sender's field */
+    if (f->kind != K_STRUCT && tag < 8 * sizeof seen) {
+      if (seen[tag / 8] >> (tag % 8) & 1) return opf_err_set(err, OPF_EINVAL, "result message: field %u twice", tag);
+      seen[tag / 8] |= (unsigned char)(1u << (tag % 8));
+    }
     char *m = base + f->off;
     switch (f->kind) {
     case K_STR: {
@@ -305,7 +310,9 @@ int opf_wire_decode(const char *buf, size_t len, opf_result *r, size_t *used, op
   for (int i = 0; !rc && i < r->n_events; i++)
     if (!r->events[i].raw) r->events[i].n_raw = 0;
   if (rc) {
-    if (r->n_events < 0 || r->n_events > OPF_PMU_MAX_EVENTS) r->n_events = 0;
+    /* every owned array, whatever the (possibly damaged) counts say */
+    for (int i = 0; i < OPF_PMU_MAX_EVENTS; i++) free(r->events[i].raw);
+    r->n_events = 0;
     opf_result_release(r);
     memset(r, 0, sizeof *r);
     return rc;

@@ -176,6 +176,31 @@ static void test_damaged(void **state) {
     m[i] ^= 0x5a;
     if (opf_wire_decode(m, len, &b, NULL, &e) == OPF_OK) opf_result_release(&b);
   }
+  /* a count sent twice (the second larger, after its array): refused, the array not overrun */
+  opf_result c;
+  memset(&c, 0, sizeof c);
+  c.n_samples = 1;
+  double one = 1.0;
+  c.samples = &one;
+  char *cb;
+  size_t cl;
+  assert_int_equal(opf_wire_encode(&c, &cb, &cl, &e), OPF_OK);
+  int big = 1000;
+  char dup[6 + sizeof big];
+  uint16_t tag = 15; /* n_samples */
+  uint32_t l = sizeof big;
+  memcpy(dup, &tag, 2);
+  memcpy(dup + 2, &l, 4);
+  memcpy(dup + 6, &big, sizeof big);
+  char *d = malloc(cl + sizeof dup);
+  memcpy(d, cb, cl);
+  memcpy(d + cl, dup, sizeof dup);
+  uint32_t payload = (uint32_t)(cl + sizeof dup - OPF_WIRE_HEADER);
+  memcpy(d + 8, &payload, 4);
+  assert_int_equal(opf_wire_decode(d, cl + sizeof dup, &b, NULL, &e), OPF_EINVAL);
+  assert_non_null(strstr(e.msg, "twice"));
+  free(d);
+  free(cb);
   free(m);
   free(buf);
   opf_result_release(&a);
