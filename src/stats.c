@@ -11,6 +11,10 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+void opf_sort_doubles(double *v, int n) {
+  if (n > 1) qsort(v, (size_t)n, sizeof *v, cmp_double);
+}
+
 /* Linear interpolation between closest ranks (NumPy's default "linear" percentile). */
 static double percentile(const double *sorted, int n, double q) {
   double pos = q * (n - 1);

@@ -59,6 +59,8 @@ uint64_t opf_mem_available(void);
  * around n/2 +- 0.98 sqrt(n), the binomial's normal approximation; sorted must be ascending).
  * Returns 0, or -1 when n is too small (< 8) for one. */
 int opf_median_ci95(const double *sorted, int n, double *lo, double *hi);
+/* Sort n doubles ascending in place. */
+void opf_sort_doubles(double *v, int n);
 
 typedef struct opf_stats {
   int n;
@@ -242,6 +244,12 @@ struct opf_result {
   /* --baseline torch|numpy: the peer's answer joined to this result (not owned; NULL: none) */
   const struct opf_peer_result *peer;
   opf_profile_summary profile; /* --profile */
+  /* --interleave (src/abtest.c): this implementation against ab_vs in paired rounds */
+  char ab_vs[16];       /* the other implementation; "" when this was not an A/B run */
+  int ab_rounds;        /* rounds that gave a ratio */
+  double ab_round[OPF_MAX_REPS]; /* each round's median(this) / median(other) */
+  double ab_ratio, ab_lo, ab_hi; /* geometric mean over rounds of this/other and its 95%
+                                    interval (0: fewer than OPF_AB_MIN_ROUNDS rounds) */
   char *folded;         /* --profile-folded: this case's folded stacks (owned), NULL when none */
   size_t folded_len;
 };
