@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opperf/harness.h"
+#include "opperf/error.h"
+#include "opperf/stats.h"
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;

@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "backend.h" /* --backend callgrind */
+#include "cli_backend.h" /* --backend callgrind */
 #include "isolate.h" /* --isolate, --timeout */
-#include "peer.h"    /* --baseline torch|numpy, --check */
+#include "cli_peer.h"    /* --baseline torch|numpy, --check */
 #include "profile_cli.h" /* --profile */
 #include "opperf/abtest.h"
 #include "opperf/compare.h"
