@@ -1,4 +1,4 @@
-/* sampler.c: perf_event sampling for the profiler (include/opperf/profile.h): one disabled
+/* sampler.c: perf_event sampling for the profiler (declared in include/opperf/pmu.h): one disabled
  * sampling event per thread with its own mmap ring buffer, enabled around measured samples,
  * and a reader of PERF_RECORD_SAMPLE / LOST / THROTTLE records (data_head / data_tail with
  * acquire / release ordering, records that wrap around the buffer end copied out).
@@ -18,7 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "opperf/profile.h"
+#include "opperf/pmu.h"
 
 #define MAX_THREADS 256
 #define MAX_CHAIN 256 /* deeper chains are cut (perf_event_max_stack is 127 by default) */

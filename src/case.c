@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opperf/harness.h"
+#include "opperf/case.h"
 #include "opperf/npy.h"
 #include "fused.h"
 

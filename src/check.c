@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "opperf/harness.h"
+#include "opperf/case.h"
 
 double opf_tensor_get(const opf_tensor *t, int64_t k) {
   switch (t->dtype) {

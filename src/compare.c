@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opperf/abtest.h"
 #include "opperf/compare.h"
 #include "opperf/harness.h" /* opf_stats_compute */
 
@@ -355,6 +356,82 @@ int opf_compare_files(const char *base, const char *cur, const opf_cmp_opts *o,
   cJSON_Delete(a);
   cJSON_Delete(b);
   if (rc) opf_cmp_report_free(rep);
+  return rc;
+}
+
+static int same_case(const opf_cmp_row *a, const opf_cmp_row *b) {
+  return !strcmp(a->op, b->op) && !strcmp(a->impl, b->impl) && !strcmp(a->set, b->set) &&
+         !strcmp(a->spec, b->spec) && !strcmp(a->params, b->params) && !strcmp(a->dtype, b->dtype) &&
+         !strcmp(a->pass, b->pass);
+}
+
+int opf_compare_paired(const char *const *base, const char *const *cur, int n, const opf_cmp_opts *o,
+                       opf_cmp_report *rep, opf_err *err) {
+  memset(rep, 0, sizeof *rep);
+  if (n < 2 || n > OPF_MAX_REPS)
+    return opf_err_set(err, OPF_EINVAL, "a paired comparison needs 2 to %d rounds, not %d", OPF_MAX_REPS, n);
+  opf_cmp_report r[OPF_MAX_REPS];
+  int rc = OPF_OK, got = 0;
+  for (; got < n && !rc; got++) rc = opf_compare_files(base[got], cur[got], o, &r[got], err);
+  if (rc) got--;
+  if (!rc) {
+    *rep = r[0]; /* the first round's rows, verdicts and context checks; re-judged below */
+    memset(rep->counts, 0, sizeof rep->counts);
+    memset(rep->cats, 0, sizeof rep->cats);
+    rep->n_cats = 0;
+    double logsum = 0;
+    int nlog = 0;
+    for (int i = 0; i < rep->n_rows; i++) {
+      opf_cmp_row *w = &rep->rows[i];
+      if (w->verdict == OPF_V_MISSING || w->verdict == OPF_V_NEW || w->verdict == OPF_V_FAILED ||
+          w->verdict == OPF_V_BROKEN)
+        goto counted;
+      double ratios[OPF_MAX_REPS], lb = 0, lc = 0;
+      int m = 0;
+      for (int k = 0; k < n; k++) {
+        const opf_cmp_row *x = NULL;
+        for (int j = 0; j < r[k].n_rows && !x; j++)
+          if (same_case(&r[k].rows[j], w)) x = &r[k].rows[j];
+        if (!x || x->verdict == OPF_V_BROKEN || x->verdict == OPF_V_FAILED || x->verdict == OPF_V_MISSING) {
+          w->verdict = x && x->verdict != OPF_V_MISSING ? x->verdict : OPF_V_MISSING;
+          snprintf(w->note, sizeof w->note, "round %d: %.80s", k + 1, x && x->note[0] ? x->note : "case absent");
+          goto counted;
+        }
+        if (x->base > 0 && x->cur > 0) {
+          ratios[m++] = x->cur / x->base;
+          lb += log(x->base);
+          lc += log(x->cur);
+        }
+      }
+      double ratio, lo, hi;
+      if (!m || opf_ab_ratio(ratios, m, &ratio, &lo, &hi)) {
+        w->verdict = OPF_V_FAILED;
+        snprintf(w->note, sizeof w->note, "no %s figure in the rounds", o->metric ? o->metric : "time");
+        goto counted;
+      }
+      w->rounds = m;
+      w->base = exp(lb / m);
+      w->cur = exp(lc / m);
+      w->change = ratio - 1;
+      w->ci_lo = lo > 0 ? lo - 1 : NAN;
+      w->ci_hi = hi > 0 ? hi - 1 : NAN;
+      w->p = NAN;
+      w->noise = 0;
+      w->note[0] = '\0';
+      if (hi > 0) snprintf(w->note, sizeof w->note, "paired, %d rounds: [%+.1f%%, %+.1f%%]", m, 100 * w->ci_lo, 100 * w->ci_hi);
+      if (w->change > o->threshold) w->verdict = lo > 1 ? OPF_V_REGRESSED : OPF_V_NOISE;
+      else if (w->change < -o->threshold) w->verdict = hi > 0 && hi < 1 ? OPF_V_IMPROVED : OPF_V_NOISE;
+      else w->verdict = OPF_V_UNCHANGED;
+      add_cat(rep, w->category, ratio);
+      logsum += log(ratio);
+      nlog++;
+    counted:
+      rep->counts[w->verdict]++;
+    }
+    for (int i = 0; i < rep->n_cats; i++) rep->cats[i].geomean = exp(rep->cats[i].geomean / rep->cats[i].n);
+    rep->geomean = nlog ? exp(logsum / nlog) : NAN;
+  }
+  for (int k = rc ? 0 : 1; k < got; k++) opf_cmp_report_free(&r[k]);
   return rc;
 }
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fused.h"
-#include "opperf/harness.h"
+#include "opperf/case.h"
 
 #define CHAIN_MAX 8
 #define ITEM_MAX 24

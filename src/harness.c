@@ -120,6 +120,15 @@ void opf_result_merge(opf_result *acc, opf_result *rep) {
   }
   acc->n_samples = n + rep->n_samples;
   opf_stats_compute(acc->samples, acc->n_samples, &acc->time);
+  /* the median's interval over the pooled samples (not the first repetition's) */
+  double *sorted = malloc(sizeof *sorted * (size_t)acc->n_samples);
+  acc->ci_lo = acc->ci_hi = 0;
+  if (sorted) {
+    memcpy(sorted, acc->samples, sizeof *sorted * (size_t)acc->n_samples);
+    opf_sort_doubles(sorted, acc->n_samples);
+    if (opf_median_ci95(sorted, acc->n_samples, &acc->ci_lo, &acc->ci_hi)) acc->ci_lo = acc->ci_hi = 0;
+    free(sorted);
+  }
   acc->rep_median[acc->n_reps++] = rep->time.median;
   acc->total_time += rep->total_time;
   opf_profile_merge(acc, rep); /* --profile */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opperf/harness.h"
+#include "opperf/case.h"
 
 #define MAX_MAP 32
 #define MAX_NUMEL (1LL << 24)      /* per input: random cases stay quick to run */

@@ -191,6 +191,14 @@ static cJSON *result_json(const opf_result *r) {
     cJSON_AddItemToObject(t, "raw", cJSON_CreateDoubleArray(r->samples, r->n_samples));
     cJSON_AddNumberToObject(t, "repetitions", r->n_reps);
     cJSON_AddItemToObject(t, "repetition_medians", cJSON_CreateDoubleArray(r->rep_median, r->n_reps));
+    if (r->ab_vs[0] && r->ab_rounds > 0) { /* --interleave: paired against another implementation */
+      cJSON *ab = cJSON_AddObjectToObject(o, "ab");
+      cJSON_AddStringToObject(ab, "vs", r->ab_vs);
+      cJSON_AddNumberToObject(ab, "rounds", r->ab_rounds);
+      cJSON_AddNumberToObject(ab, "ratio", r->ab_ratio);
+      if (r->ab_hi > 0) cJSON_AddItemToObject(ab, "ci95", cJSON_CreateDoubleArray((double[]){r->ab_lo, r->ab_hi}, 2));
+      cJSON_AddItemToObject(ab, "round_ratios", cJSON_CreateDoubleArray(r->ab_round, r->ab_rounds));
+    }
     cJSON *m = cJSON_AddObjectToObject(o, "memory");
     cJSON_AddNumberToObject(m, "setup_bytes", (double)r->setup_bytes);
     cJSON_AddNumberToObject(m, "setup_allocations", (double)r->setup_allocs);

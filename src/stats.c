@@ -4,11 +4,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opperf/harness.h"
+#include "opperf/error.h"
+#include "opperf/stats.h"
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
+}
+
+void opf_sort_doubles(double *v, int n) {
+  if (n > 1) qsort(v, (size_t)n, sizeof *v, cmp_double);
 }
 
 /* Linear interpolation between closest ranks (NumPy's default "linear" percentile). */

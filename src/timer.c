@@ -2,7 +2,7 @@
  * the measured cost of reading it, reported in every context block. */
 #include <time.h>
 
-#include "opperf/harness.h"
+#include "opperf/timer.h"
 
 double opf_now(void) {
   struct timespec ts;

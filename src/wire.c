@@ -101,6 +101,8 @@ static const wfield result_f[] = {
     NUM(30, opf_result, peak_live_bytes), NUM(31, opf_result, max_rss_bytes),
     NUM(32, opf_result, minor_faults), NUM(33, opf_result, major_faults),
     NUM(45, opf_result, warmup_s),   NUM(46, opf_result, warmup_calls),
+    STR(47, opf_result, ab_vs),      NUM(48, opf_result, ab_rounds),  NUM(49, opf_result, ab_ratio),
+    NUM(50, opf_result, ab_lo),      NUM(51, opf_result, ab_hi),      NUM(52, opf_result, ab_round),
     NUM(34, opf_result, n_events),   NUM(35, opf_result, simulated), NUM(36, opf_result, folded_len),
     SUB(37, opf_result, time, stats_t, -1),
     SUB(38, opf_result, tensors, tensor_t, (long)offsetof(opf_result, n_tensors)),

@@ -35,6 +35,8 @@ typedef struct opf_cmp_row {
   double noise;      /* run-to-run spread of the time: the larger relative range (max - min) /
                       * median of either side's repetition medians; 0 without repetitions */
   char note[96];     /* e.g. the new run's failure status */
+  int rounds;        /* opf_compare_paired: rounds that gave a ratio (0: not paired) */
+  double ci_lo, ci_hi; /* ... and the 95% interval of the change (cur/base - 1) */
 } opf_cmp_row;
 
 typedef struct opf_cmp_opts {
@@ -42,6 +44,7 @@ typedef struct opf_cmp_opts {
   double threshold;   /* relative change, e.g. 0.05 */
   double alpha;       /* significance level, e.g. 0.05 */
   int force;          /* compare even when the contexts differ */
+  int paired;         /* the CLI's --paired: lists of reports measured in alternating rounds */
 } opf_cmp_opts;
 
 typedef struct opf_cmp_cat {
@@ -66,6 +69,15 @@ typedef struct opf_cmp_report {
  * o->force. */
 int opf_compare_files(const char *base, const char *cur, const opf_cmp_opts *o,
                       opf_cmp_report *rep, opf_err *err);
+/* Paired comparison of two builds measured in alternating rounds: base[k] and cur[k] ran back
+ * to back (k < n, n >= 2). Each case's change is the geometric mean of its round ratios
+ * (cur/base of the metric's medians) with a Student t interval (opf_ab_ratio): regressed when
+ * the change exceeds the threshold and the interval lies above no change, improved likewise
+ * below, noise when beyond the threshold with an interval that includes no change. base and
+ * cur of a row are the geometric means of the rounds' medians. Errors as opf_compare_files,
+ * for any pair. */
+int opf_compare_paired(const char *const *base, const char *const *cur, int n, const opf_cmp_opts *o,
+                       opf_cmp_report *rep, opf_err *err);
 void opf_cmp_report_free(opf_cmp_report *rep);
 
 #endif

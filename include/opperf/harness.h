@@ -1,73 +1,18 @@
-/* harness.h: cases (an operator resolved on shapes, params and dtype), run settings, and the
- * measurement of one case and pass: warm-up, batch calibration, samples, statistics, memory
- * and counters. */
+/* harness.h: run settings, results, and the measurement of one case and pass (src/harness.c):
+ * warm-up, batch calibration, samples, statistics, memory and counters; the harness's own cost
+ * (src/overhead.c). Cases (case.h), statistics (stats.h) and the timer (timer.h) have headers
+ * of their own, included here for the programs that include this one. */
 #ifndef OPPERF_HARNESS_H
 #define OPPERF_HARNESS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "opperf/case.h"
 #include "opperf/op.h"
 #include "opperf/pmu.h"
-
-/* ---- cases ---- */
-/* Parse spec ("x=1024x1024 axis=0 bias=none"), apply param defaults, call infer. No allocation. */
-int opf_case_init(opf_case *c, const opf_op *op, opf_dtype dt, const char *spec, opf_err *err);
-/* Run the case's OPF_IMPL_UNFUSED chain instead of its kernels (operators with .unfused);
- * checks the chain resolves on the case's shapes (OPF_EINVAL / OPF_EUNSUPPORTED otherwise).
- * An id from opf_impl_register runs that implementation's kernels (OPF_EUNSUPPORTED when it
- * is not one of c->op's). */
-int opf_case_set_impl(opf_case *c, int impl, opf_err *err);
-/* Bytes the case will allocate: inputs, outputs, workspace; with_grad adds gout and gin. */
-uint64_t opf_case_footprint(const opf_case *c, int with_grad);
-int opf_case_alloc(opf_case *c, int with_grad, opf_err *err);
-/* Generate inputs (and output gradients when allocated) from the seed. */
-int opf_case_fill(opf_case *c, uint64_t seed, opf_err *err);
-void opf_case_release(opf_case *c);
-/* Canonical spec of the resolved case: every present input's shape, then every param. */
-char *opf_case_spec_str(const opf_case *c, char *buf, size_t n);
-/* "name=value" of param i of a resolved case, as a user would write it; returns its length. */
-int opf_case_param_str(const opf_case *c, int i, char *buf, size_t n);
-/* Only the params that differ from the operator's defaults ("axis=0 keepdims=true"). */
-char *opf_case_params_str(const opf_case *c, char *buf, size_t n);
-/* Does the case have a backward pass (a backward kernel and at least one float output)? */
-int opf_case_has_backward(const opf_case *c);
-/* Run one pass once (used by the harness and the tests). */
-int opf_case_call(opf_case *c, opf_pass p);
-/* A valid random spec for op (--random-shapes): draw `index` of the stream under seed, made
- * by rescaling one of the operator's standard/skewed/small entries and checked with infer.
- * Same seed and index, same spec. OPF_EUNSUPPORTED when no draw is valid. */
-int opf_random_spec(const opf_op *op, opf_dtype dt, uint64_t seed, int index, char *spec,
-                    size_t n, opf_err *err);
-/* The reference check (src/check.c): c (initialised, not allocated) runs its implementation's
- * forward once on inputs from seed, the operator's reference runs on the same inputs, and
- * every output is compared within opf_case_tolerance. OPF_OK when they agree; OPF_EKERNEL
- * with the first differing element (or a failing kernel) in err. */
-int opf_case_check_reference(const opf_case *c, uint64_t seed, opf_err *err);
-/* Relative tolerance against the reference: float64 1e-9, float32 op->tol (default 1e-4). */
-double opf_case_tolerance(const opf_case *c);
-/* Element k of a tensor as a double. */
-double opf_tensor_get(const opf_tensor *t, int64_t k);
-/* 0 when got matches want within rtol (relative to each element plus the mean magnitude;
- * integers exact, NaN matches NaN); else 1 and a message naming the first bad element. */
-int opf_tensor_compare(const opf_tensor *got, const opf_tensor *want, double rtol, char *msg, size_t n);
-/* Bytes of memory available for new allocations (MemAvailable), 0 when unknown. */
-uint64_t opf_mem_available(void);
-
-/* ---- statistics ---- */
-/* The distribution-free 95% confidence interval of the median of n samples (order statistics
- * around n/2 +- 0.98 sqrt(n), the binomial's normal approximation; sorted must be ascending).
- * Returns 0, or -1 when n is too small (< 8) for one. */
-int opf_median_ci95(const double *sorted, int n, double *lo, double *hi);
-
-typedef struct opf_stats {
-  int n;
-  double min, median, mean, p90, p99, max, stddev, cv;
-  double mad;   /* 1.4826 x median absolute deviation: a robust standard deviation */
-  int outliers; /* samples further than 3 scaled MADs from the median */
-} opf_stats;
-/* x is not modified; returns OPF_EINVAL for n == 0. */
-int opf_stats_compute(const double *x, int n, opf_stats *s);
+#include "opperf/stats.h"
+#include "opperf/timer.h"
 
 /* ---- settings ---- */
 typedef enum opf_cache_mode { OPF_CACHE_WARM = 0, OPF_CACHE_COLD = 1 } opf_cache_mode;
@@ -242,6 +187,12 @@ struct opf_result {
   /* --baseline torch|numpy: the peer's answer joined to this result (not owned; NULL: none) */
   const struct opf_peer_result *peer;
   opf_profile_summary profile; /* --profile */
+  /* --interleave (src/abtest.c): this implementation against ab_vs in paired rounds */
+  char ab_vs[16];       /* the other implementation; "" when this was not an A/B run */
+  int ab_rounds;        /* rounds that gave a ratio */
+  double ab_round[OPF_MAX_REPS]; /* each round's median(this) / median(other) */
+  double ab_ratio, ab_lo, ab_hi; /* geometric mean over rounds of this/other and its 95%
+                                    interval (0: fewer than OPF_AB_MIN_ROUNDS rounds) */
   char *folded;         /* --profile-folded: this case's folded stacks (owned), NULL when none */
   size_t folded_len;
 };
@@ -270,10 +221,5 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
 int opf_overhead_measure(const char *const *presets, int n, double *out_per_sample, opf_err *err);
 /* Apply threads and CPU pinning (call once before anything creates threads). */
 int opf_runtime_setup(const opf_settings *s, opf_err *err);
-
-/* ---- timer ---- */
-double opf_now(void);                /* CLOCK_MONOTONIC_RAW seconds */
-double opf_timer_resolution(void);   /* clock_getres */
-double opf_timer_overhead(void);     /* measured cost of one opf_now() call */
 
 #endif

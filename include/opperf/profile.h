@@ -10,28 +10,7 @@
 
 #include "opperf/error.h"
 #include "opperf/harness.h"
-
-/* ---- the sampler: raw samples from the kernel's ring buffers ---- */
-typedef struct opf_sampler opf_sampler;
-/* Open one sampling event per thread of this process that exists now (/proc/self/task), each
- * with its own ring buffer, disabled. event: "cpu-clock" (software: works without a PMU) or
- * "cycles" (hardware); hz samples per second of a thread's CPU time. User space only
- * (exclude_kernel): time a thread spends in the kernel is sampled at the user-space
- * instruction that entered it. OPF_EINVAL for a bad event or rate; OPF_EUNSUPPORTED (with the
- * errno's reason: perf_event_paranoid, CAP_PERFMON, no PMU) when the kernel refuses. */
-int opf_sampler_open(opf_sampler **out, const char *event, int hz, opf_err *err);
-/* Open events on threads created since the last open or refresh (call between cases). */
-int opf_sampler_refresh(opf_sampler *s, opf_err *err);
-void opf_sampler_enable(opf_sampler *s);
-void opf_sampler_disable(opf_sampler *s);
-/* One sample: its call chain, leaf first (kernel context markers dropped), n >= 1. */
-typedef void (*opf_sample_fn)(void *ctx, const uint64_t *ips, int n);
-/* Read every ring buffer (only those more than half full when half_full), calling fn per sample. */
-void opf_sampler_drain(opf_sampler *s, int half_full, opf_sample_fn fn, void *ctx);
-/* Totals since open: samples the kernel lost (ring buffer full) and throttling events. */
-void opf_sampler_counts(const opf_sampler *s, uint64_t *lost, uint64_t *throttled);
-int opf_sampler_threads(const opf_sampler *s);
-void opf_sampler_close(opf_sampler *s);
+#include "opperf/pmu.h" /* the sampler */
 
 /* ---- the profiler ---- */
 #define OPF_PROFILE_DEFAULT_HZ 4000

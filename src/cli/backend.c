@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "cli_backend.h"
 #include "cli.h"
 
 /* The parent's temporary directory; its presence (together with RUNNING_ON_VALGRIND) makes a

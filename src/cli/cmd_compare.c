@@ -11,10 +11,12 @@
 
 #include "cli.h"
 #include "opperf/compare.h"
+#include "opperf/harness.h" /* OPF_MAX_REPS */
 #include "textable.h"
 
 static void usage(void) {
-  printf("usage: opperf compare [options] BASE.json NEW.json\n\n"
+  printf("usage: opperf compare [options] BASE.json NEW.json\n"
+         "       opperf compare --paired B1.json,B2.json,... N1.json,N2.json,...\n\n"
          "Matches the cases of two JSON reports (operator, implementation, shapes, params,\n"
          "dtype, pass) and reports the change of a metric with a Mann-Whitney U test on the raw\n"
          "samples. Exits 1 when a case regressed beyond the threshold with significance (or\n"
@@ -25,6 +27,10 @@ static void usage(void) {
          "  --alpha A         significance level of the U test (default 0.05)\n"
          "  --force           compare runs from different CPUs, thread counts or cache modes\n"
          "  --all             list every case (default: only those not unchanged)\n"
+         "  --paired          two builds measured in alternating rounds (B1 N1, N2 B2, ...):\n"
+         "                    each case's change is the geometric mean of its round ratios\n"
+         "                    with a 95%% interval; regressed when beyond the threshold and\n"
+         "                    the interval excludes no change\n"
          "  --format F        table (default), md or json\n"
          "  -o FILE           write the report to FILE (atomically)\n");
 }
@@ -130,6 +136,8 @@ static char *render_json(const opf_cmp_report *r, const opf_cmp_opts *o, size_t 
     if (!isnan(w->change)) cJSON_AddNumberToObject(c, "change", w->change);
     if (!isnan(w->p)) cJSON_AddNumberToObject(c, "p", w->p);
     if (w->noise > 0) cJSON_AddNumberToObject(c, "noise", w->noise);
+    if (w->rounds) cJSON_AddNumberToObject(c, "rounds", w->rounds);
+    if (w->rounds && !isnan(w->ci_lo)) cJSON_AddItemToObject(c, "change_ci95", cJSON_CreateDoubleArray((double[]){w->ci_lo, w->ci_hi}, 2));
     if (w->note[0]) cJSON_AddStringToObject(c, "note", w->note);
     cJSON_AddItemToArray(rows, c);
   }
@@ -143,7 +151,24 @@ int cli_compare_print(const char *base, const char *cur, const opf_cmp_opts *o, 
                       const char *fmt, const char *out) {
   opf_cmp_report rep;
   opf_err e;
-  if (opf_compare_files(base, cur, o, &rep, &e)) return cli_usage_error("%s", e.msg);
+  if (o->paired) {
+    char *lists[2] = {strdup(base), strdup(cur)}, *save = NULL;
+    const char *files[2][OPF_MAX_REPS];
+    int n[2] = {0, 0}, rc = 0;
+    for (int s = 0; s < 2 && !rc; s++) {
+      if (!lists[s] || cli_check_list(lists[s], "--paired")) rc = EXIT_USAGE;
+      for (char *t = rc ? NULL : strtok_r(lists[s], ",", &save); t; t = strtok_r(NULL, ",", &save))
+        if (n[s] < OPF_MAX_REPS) files[s][n[s]++] = t;
+        else rc = cli_usage_error("--paired: at most %d rounds", OPF_MAX_REPS);
+    }
+    if (!rc && n[0] != n[1]) rc = cli_usage_error("--paired: %d base reports but %d new ones (one of each per round)", n[0], n[1]);
+    if (!rc && opf_compare_paired(files[0], files[1], n[0], o, &rep, &e)) rc = cli_usage_error("%s", e.msg);
+    free(lists[0]);
+    free(lists[1]);
+    if (rc) return rc;
+  } else if (opf_compare_files(base, cur, o, &rep, &e)) {
+    return cli_usage_error("%s", e.msg);
+  }
   size_t len = 0;
   char *text = !strcmp(fmt, "json") ? render_json(&rep, o, &len) : render_text(&rep, o, all, !strcmp(fmt, "md"), &len);
   int regressed = rep.counts[OPF_V_REGRESSED] + rep.counts[OPF_V_BROKEN];
@@ -163,7 +188,7 @@ int cmd_compare(int argc, char **argv) {
       {"alpha", required_argument, 0, 'a'},  {"force", no_argument, 0, 'f'},
       {"all", no_argument, 0, 'A'},          {"format", required_argument, 0, 'F'},
       {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
+      {"paired", no_argument, 0, 'P'},       {0, 0, 0, 0}};
   opf_cmp_opts o = {.metric = "time", .threshold = 0.05, .alpha = 0.05};
   const char *fmt = "table", *out = NULL;
   int all = 0, ch;
@@ -183,6 +208,7 @@ int cmd_compare(int argc, char **argv) {
       break;
     case 'f': o.force = 1; break;
     case 'A': all = 1; break;
+    case 'P': o.paired = 1; break;
     case 'F':
       if (strcmp(optarg, "table") && strcmp(optarg, "md") && strcmp(optarg, "json"))
         return cli_usage_error("compare: unknown format '%s' (use table, md or json)", optarg);

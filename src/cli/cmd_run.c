@@ -13,10 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "backend.h" /* --backend callgrind */
+#include "cli_backend.h" /* --backend callgrind */
 #include "isolate.h" /* --isolate, --timeout */
-#include "peer.h"    /* --baseline torch|numpy, --check */
+#include "cli_peer.h"    /* --baseline torch|numpy, --check */
 #include "profile_cli.h" /* --profile */
+#include "opperf/abtest.h"
 #include "opperf/compare.h"
 #include "cli.h"
 
@@ -60,6 +61,8 @@ typedef struct run_opts {
   int peer_lib, peer_check; /* --baseline torch|numpy (-1: none), --check */
   cli_profile prof;       /* --profile, --profile-*: src/cli/profile_cli.c */
   const char *blas_kernel; /* --blas-kernel auto|native|NAME (NULL: $OPPERF_BLAS_KERNEL) */
+  int interleave;         /* --interleave: --impl A,B measured in paired rounds (src/abtest.c) */
+  int impl_a, impl_b;     /* ... the two implementations, in the order given */
 } run_opts;
 
 static void usage(void) {
@@ -131,6 +134,11 @@ static void usage(void) {
       "  --repetitions N      measure each case N times (each in a fresh process when\n"
       "                       isolated, else on fresh allocations) and merge; the gate then\n"
       "                       also requires a change beyond the repetitions' spread\n"
+      "paired A/B (a noisy machine):\n"
+      "  --interleave         with --impl A,B: measure A and B of each case in interleaved\n"
+      "                       rounds (A B, B A, ...; --repetitions rounds, default 10) in this\n"
+      "                       process, and report the ratio A/B per case with its 95%%\n"
+      "                       interval next to what two separate runs would give\n"
       "  Ctrl-C (SIGINT/SIGTERM) stops after the current case and writes the finished results,\n"
       "  marked interrupted (exit 130); a second Ctrl-C stops at once.\n"
       "regression gate:\n"
@@ -281,7 +289,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
          O_MAXTIME, O_RUNS, O_SAMPLE, O_THREADS, O_CPU, O_CACHE, O_SEED, O_EVENTS, O_FORMAT,
          O_DRY, O_BACKEND, O_RANDOM, O_SAVE, O_SAVE_BASE, O_CMP_BASE, O_BASE_DIR, O_THRESH,
          O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_IMPL, O_REPS, O_METRIC,
-         O_PERF_CTL, O_PEER, O_PLUGIN, O_CHECK, O_BLAS,
+         O_PERF_CTL, O_PEER, O_PLUGIN, O_CHECK, O_BLAS, O_INTERLEAVE,
          O_PROFILE, O_PROFILE_LAST = O_PROFILE + CLI_PROFILE_NOPTS - 1 };
   static const struct option opts[] = {
       {"shapes", required_argument, 0, O_SHAPES}, {"input", required_argument, 0, O_INPUT},
@@ -306,6 +314,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       {"verbose", no_argument, 0, 'v'}, {"perf-control", required_argument, 0, O_PERF_CTL},
       {"baseline", required_argument, 0, O_PEER}, {"check", no_argument, 0, O_CHECK},
       {"plugin", required_argument, 0, O_PLUGIN}, {"blas-kernel", required_argument, 0, O_BLAS},
+      {"interleave", no_argument, 0, O_INTERLEAVE},
       CLI_PROFILE_OPTIONS(O_PROFILE), {0, 0, 0, 0}};
   opf_settings_default(&o->s);
   o->threshold = 0.05;
@@ -433,6 +442,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     case O_BACKEND: if (cli_backend_parse(optarg, &o->backend)) return 2; break;
     case O_PEER: if (cli_peer_parse(optarg, &o->peer_lib)) return 2; break;
     case O_BLAS: o->blas_kernel = optarg; break;
+    case O_INTERLEAVE: o->interleave = 1; break;
     case ':': return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
     default: return cli_usage_error("run: unknown option '%s' (see opperf run -h)", argv[optind - 1]);
     }
@@ -440,6 +450,20 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   if (o->s.max_time < o->s.min_time) o->s.max_time = o->s.min_time;
   if (check_sets(o->sets)) return 2;
   if (o->impl_list && cli_impls_parse(o->impl_list, &o->impls)) return 2; /* after --plugin */
+  if (o->interleave) {
+    char a[64] = "", b[64] = "";
+    if (!o->impl_list || sscanf(o->impl_list, "%63[^,],%63[^,]", a, b) != 2 || strchr(strchr(o->impl_list, ',') + 1, ','))
+      return cli_usage_error("--interleave needs --impl A,B (two implementations)");
+    o->impl_a = opf_impl_find(a);
+    o->impl_b = opf_impl_find(b);
+    if (o->impl_a < 0 || o->impl_b < 0 || o->impl_a == o->impl_b)
+      return cli_usage_error("--interleave: '%s' and '%s' must be two different implementations", a, b);
+    if (o->isolate == 1 || o->timeout > 0)
+      return cli_usage_error("--interleave measures both implementations in one process: drop --isolate/--timeout");
+    if (o->backend != CLI_BK_NATIVE) return cli_usage_error("--interleave compares times: not with --backend callgrind");
+    o->isolate = 0;
+    if (o->reps == 1) o->reps = 10;
+  }
   if (o->config && o->n_inputs) return cli_usage_error("--config and --input cannot be combined");
   if (o->random_shapes && (o->config || o->n_inputs))
     return cli_usage_error("--random-shapes cannot be combined with --input or --config");
@@ -671,6 +695,35 @@ static int case_job(void *ctx, int index, int fd) {
   return rc ? EXIT_FAILED : EXIT_OK;
 }
 
+/* --interleave: the other implementation's case of case i (same operator, dtype, set and
+ * spec: add_case puts an operator's implementations next to each other), else -1. */
+static int ab_partner(const case_list *cl, int i, const run_opts *o) {
+  const opf_case *c = &cl->v[i].c;
+  int want = c->impl == o->impl_a ? o->impl_b : c->impl == o->impl_b ? o->impl_a : -1;
+  for (int j = i - 2; want >= 0 && j <= i + 2; j++) {
+    if (j < 0 || j >= cl->n || j == i) continue;
+    const opf_case *d = &cl->v[j].c;
+    char s1[512], s2[512];
+    if (d->impl == want && d->op == c->op && d->dtype == c->dtype && !strcmp(cl->v[i].set, cl->v[j].set) &&
+        !strcmp(opf_case_spec_str(c, s1, sizeof s1), opf_case_spec_str(d, s2, sizeof s2)))
+      return j;
+  }
+  return -1;
+}
+
+/* One line of the A/B summary: the paired ratio and its interval. */
+static void ab_line(FILE *f, const opf_result *r) {
+  char iv[64] = "no interval: too few rounds";
+  if (r->ab_hi > 0) snprintf(iv, sizeof iv, "[%.3f, %.3f]", r->ab_lo, r->ab_hi);
+  if (r->status != OPF_ST_OK || !r->ab_rounds) {
+    fprintf(f, "  %s %s %s %s: no ratio (%s)\n", r->op, r->spec, opf_dtype_name(r->dtype), opf_pass_name(r->pass),
+            r->message[0] ? r->message : "a side failed");
+    return;
+  }
+  fprintf(f, "  %s %s %s %s: %s/%s %.3f %s\n", r->op, r->spec, opf_dtype_name(r->dtype), opf_pass_name(r->pass),
+          r->impl, r->ab_vs, r->ab_ratio, iv);
+}
+
 int cmd_run(int argc, char **argv) {
   run_opts o;
   memset(&o, 0, sizeof o);
@@ -807,15 +860,27 @@ int cmd_run(int argc, char **argv) {
   cli_progress prog;
   cli_progress_start(&prog, total, tty);
   cli_stop_install(o.isolate);
+  char *ab_lines = NULL; /* --interleave: the per-case A/B summary, printed after the report */
+  size_t ab_len = 0;
+  FILE *ab_out = o.interleave ? open_memstream(&ab_lines, &ab_len) : NULL;
   for (int i = 0; !rc && i < cl.n && !cli_stop_requested; i++) {
     run_case *c = &cl.v[i];
     opf_pass passes[OPF_NPASSES];
-    opf_result res[OPF_NPASSES], more[OPF_NPASSES];
-    int np = case_passes(&o, c, pass_mask, passes);
+    opf_result res[2 * OPF_NPASSES], more[OPF_NPASSES];
+    int np = case_passes(&o, c, pass_mask, passes), nres = np;
+    int partner = o.interleave ? ab_partner(&cl, i, &o) : -1;
+    if (partner >= 0 && c->c.impl == o.impl_b) continue; /* measured with its A */
     cli_progress_case(&prog, c->c.op->name, opf_dtype_name(c->c.dtype), np);
     done += np;
     ss->case_index = i;
-    for (int rep = 0; rep < o.reps && (rep == 0 || !cli_stop_requested); rep++) {
+    if (partner >= 0) { /* --interleave: A and B in paired rounds, B's results after A's */
+      for (int k = 0; k < np; k++)
+        opf_measure_ab(ss, &c->c, &cl.v[partner].c, c->set, passes[k], pmu, o.reps, &res[k], &res[np + k]);
+      nres = 2 * np;
+      done += np;
+      for (int k = 0; k < np && ab_out; k++) ab_line(ab_out, &res[k]);
+    }
+    for (int rep = 0; partner < 0 && rep < o.reps && (rep == 0 || !cli_stop_requested); rep++) {
       opf_result *into = rep ? more : res; /* repetitions after the first merge into res */
       if (o.isolate) {
         cli_isolate_run(srv, i, &c->c, c->set, passes, np, o.timeout, pmu, &cli_stop_requested, into);
@@ -829,8 +894,9 @@ int cmd_run(int argc, char **argv) {
       }
       for (int k = 0; rep && k < np; k++) opf_result_merge(&res[k], &more[k]);
     }
-    for (int k = 0; k < np; k++) {
+    for (int k = 0; k < nres; k++) {
       opf_result *r = &res[k];
+      const opf_case *rc_case = k < np ? &c->c : &cl.v[partner].c;
       opf_session_finish_result(ses, r); /* isolated and merged results too */
       failed += r->status >= OPF_ST_ERROR;
       cli_progress_result(&prog, r);
@@ -840,7 +906,7 @@ int cmd_run(int argc, char **argv) {
       }
       cli_profile_collect(&o.prof, r);
       /* --baseline: kept until the peer has run, then joined and recorded (peer.c) */
-      if (peer && !cli_peer_keep(peer, &c->c, r)) continue;
+      if (peer && !cli_peer_keep(peer, rc_case, r)) continue;
       opf_session_record(ses, r);
       opf_result_release(r);
     }
@@ -854,6 +920,15 @@ int cmd_run(int argc, char **argv) {
   cli_region_finish(&reg);
   opf_case_server_stop(srv);
   if (opf_session_end(ses, !rc, &e) && !rc) rc = OPF_EIO;
+  if (ab_out) { /* --interleave: after the reports */
+    fclose(ab_out);
+    if (!rc && ab_len) {
+      fflush(stdout);
+      printf("\npaired A/B (%d interleaved rounds per case; ratio > 1: %s slower):\n%s", o.reps,
+             opf_impl_name(o.impl_a), ab_lines);
+    }
+    free(ab_lines);
+  }
   if (!rc) cli_progress_finish(&prog, paths, o.n_out);
   for (int i = 0; i < o.n_out; i++) free(paths[i]);
   int prof_rc = cli_profile_finish(&o.prof, !rc); /* --profile-folded FILE */

@@ -11,7 +11,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "backend.h" /* --backend callgrind */
+#include "cli_backend.h" /* --backend callgrind */
 #include "cli.h"
 #include "opperf/topdown.h"
 #include "opperf/svg.h"

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "opperf/npy.h"
-#include "peer.h"
+#include "cli_peer.h"
 
 extern char **environ;
 

@@ -13,7 +13,9 @@ for c in $cmds; do
   grep -q "^usage: opperf $c" "$tmp/h_$c.txt" || fail "opperf $c -h: no usage line"
   cat "$tmp/h_$c.txt" >>"$tmp/usage.txt"
 done
-"$src/scripts/opperf-flamegraph" --help >>"$tmp/usage.txt" 2>&1 || fail "scripts/opperf-flamegraph --help exited $?"
+for script in opperf-flamegraph opperf-ci.sh; do # the scripts the man page documents
+  "$src/scripts/$script" --help >>"$tmp/usage.txt" 2>&1 || fail "scripts/$script --help exited $?"
+done
 grep -o -- '--[a-z][a-z0-9-]*' "$tmp/usage.txt" | sort -u >"$tmp/usage_opts"
 sed 's/\\-/-/g' "$src/man/opperf.1" | grep -o -- '--[a-z][a-z0-9-]*' | sort -u >"$tmp/man_opts"
 missing=$(comm -23 "$tmp/usage_opts" "$tmp/man_opts" | tr '\n' ' ')

@@ -53,6 +53,9 @@ static void test_merge(void **state) {
   assert_int_equal(a.events[0].n_raw, 13);
   assert_true(a.events[0].per_call == 2000);              /* median of 5x1000, 5x2000, 3x3000 */
   assert_true(fabs(a.events[0].mean_per_call - 24000.0 / 13) < 1e-9);
+  /* the median's interval is over the 13 pooled samples (it stayed the first repetition's) */
+  assert_true(a.ci_lo > 0 && a.ci_lo <= a.time.median && a.time.median <= a.ci_hi);
+  assert_true(a.ci_hi >= 2e-6); /* beyond every sample of the first repetition */
   assert_null(b.samples); /* the merged repetition is released */
   opf_result_release(&a);
 }

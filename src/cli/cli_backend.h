@@ -1,4 +1,4 @@
-/* backend.h (CLI): `opperf run --backend callgrind`. The parent re-runs the same command under
+/* cli_backend.h: `opperf run --backend callgrind`. The parent re-runs the same command under
  * valgrind's callgrind and returns its status; the child (running under valgrind) measures with
  * client requests around each sample and attaches simulated counters to its results. */
 #ifndef OPPERF_CLI_BACKEND_H

@@ -1,4 +1,4 @@
-/* peer.h: `opperf run --baseline torch|numpy [--check]` (see peer.c): results are kept until
+/* cli_peer.h: `opperf run --baseline torch|numpy [--check]` (see peer.c): results are kept until
  * the end of the run, then scripts/opperf-peer.py measures the same cases once for the whole
  * run and its answers are joined to ours before the reports are written. */
 #ifndef OPPERF_CLI_PEER_H
