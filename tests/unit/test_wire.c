@@ -120,6 +120,20 @@ static void test_every_member_listed(void **state) {
   assert_int_equal(opf_wire_unlisted_bytes(), 0);
 }
 
+/* A copy of message m (len bytes) with one more field (tag, n bytes of v) at its end and the
+ * header's payload length updated; *out_len its length. */
+static char *with_field(const char *m, size_t len, uint16_t tag, const void *v, uint32_t n, size_t *out_len) {
+  char *d = malloc(len + 6 + n);
+  memcpy(d, m, len);
+  memcpy(d + len, &tag, 2);
+  memcpy(d + len + 2, &n, 4);
+  memcpy(d + len + 6, v, n);
+  uint32_t payload = (uint32_t)(len + 6 + n - OPF_WIRE_HEADER);
+  memcpy(d + 8, &payload, 4);
+  *out_len = len + 6 + n;
+  return d;
+}
+
 /* A field of a newer sender (an unknown tag) is skipped; the rest still decodes. */
 static void test_unknown_field_skipped(void **state) {
   (void)state;
@@ -129,17 +143,10 @@ static void test_unknown_field_skipped(void **state) {
   size_t len;
   opf_err e;
   assert_int_equal(opf_wire_encode(&a, &buf, &len, &e), OPF_OK);
-  char extra[10] = {0};
-  uint16_t tag = 999;
-  uint32_t l = 4;
-  memcpy(extra, &tag, 2);
-  memcpy(extra + 2, &l, 4);
-  char *m = malloc(len + sizeof extra);
-  memcpy(m, buf, len);
-  memcpy(m + len, extra, sizeof extra);
-  uint32_t payload = (uint32_t)(len + sizeof extra - OPF_WIRE_HEADER);
-  memcpy(m + 8, &payload, 4);
-  assert_int_equal(opf_wire_decode(m, len + sizeof extra, &b, NULL, &e), OPF_OK);
+  int zero = 0;
+  size_t ml;
+  char *m = with_field(buf, len, 999, &zero, sizeof zero, &ml);
+  assert_int_equal(opf_wire_decode(m, ml, &b, NULL, &e), OPF_OK);
   assert_string_equal(b.op, "conv2d");
   opf_result_release(&b);
   free(m);
@@ -186,18 +193,9 @@ static void test_damaged(void **state) {
   size_t cl;
   assert_int_equal(opf_wire_encode(&c, &cb, &cl, &e), OPF_OK);
   int big = 1000;
-  char dup[6 + sizeof big];
-  uint16_t tag = 15; /* n_samples */
-  uint32_t l = sizeof big;
-  memcpy(dup, &tag, 2);
-  memcpy(dup + 2, &l, 4);
-  memcpy(dup + 6, &big, sizeof big);
-  char *d = malloc(cl + sizeof dup);
-  memcpy(d, cb, cl);
-  memcpy(d + cl, dup, sizeof dup);
-  uint32_t payload = (uint32_t)(cl + sizeof dup - OPF_WIRE_HEADER);
-  memcpy(d + 8, &payload, 4);
-  assert_int_equal(opf_wire_decode(d, cl + sizeof dup, &b, NULL, &e), OPF_EINVAL);
+  size_t dl;
+  char *d = with_field(cb, cl, 15 /* n_samples */, &big, sizeof big, &dl);
+  assert_int_equal(opf_wire_decode(d, dl, &b, NULL, &e), OPF_EINVAL);
   assert_non_null(strstr(e.msg, "twice"));
   free(d);
   free(cb);
