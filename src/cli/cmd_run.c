@@ -20,6 +20,7 @@
 #include "opperf/abtest.h"
 #include "opperf/compare.h"
 #include "cli.h"
+#include "opts.h"
 
 #define MAX_ITEMS 64
 #define MAX_OUTPUTS 8
@@ -64,101 +65,6 @@ typedef struct run_opts {
   int interleave;         /* --interleave: --impl A,B measured in paired rounds (src/abtest.c) */
   int impl_a, impl_b;     /* ... the two implementations, in the order given */
 } run_opts;
-
-static void usage(void) {
-  printf(
-      "usage: opperf run [options] [OP|CATEGORY|GLOB ...]\n\n"
-      "Measures each operator on its own. Without names, every operator runs.\n\n"
-      "cases:\n"
-      "  --shapes SETS        shape sets: standard,skewed (default), small, large, huge, test, all\n"
-      "  --input NAME=SHAPE   custom input shape, e.g. --input x=64x3x32x32 (repeatable);\n"
-      "                       replaces the default shape sets with one custom case\n"
-      "  --input NAME=@F.npy  real data from a NumPy .npy file (its shape and dtype)\n"
-      "  --random-shapes N    N valid random cases per operator (drawn from its default\n"
-      "                       entries; --seed S picks them: same seed, same shapes and data)\n"
-      "  --param KEY=VALUE    param for every case, e.g. --param axis=0 (repeatable)\n"
-      "  --config FILE.json   custom cases: [{\"op\":..., \"inputs\":{...}, \"params\":{...}, \"dtype\":...}]\n"
-      "  --dtype LIST         float32 (default), float64, int32, int64, bool, or all\n"
-      "  --pass LIST          fwd, bwd, both (forward+backward); default fwd,bwd\n"
-      "  --impl LIST          implementations to run side by side: native (the operator's\n"
-      "                       kernels), unfused (a fused operator's chain of separate\n"
-      "                       operators), a plugin's name, or all (default)\n"
-      "  --plugin LIB.so      load operators and implementations from a plugin (repeatable;\n"
-      "                       see opperf(1), PLUGINS)\n"
-      "  --check              check each case's forward outputs against the operator's\n"
-      "                       reference first (a mismatch fails the case: status error);\n"
-      "                       with --baseline also against the peer (see below)\n"
-      "measurement:\n"
-      "  --warmup SEC         warm-up per case and pass: at most SEC (default 0.05), ending\n"
-      "                       once two consecutive chunks of calls agree (--warmup-settle)\n"
-      "  --warmup-settle PCT  ... within PCT per call, after 10 ms (default 5%%; 0: always\n"
-      "                       the full --warmup)\n"
-      "  --min-time SEC       measure at least this long per case and pass (default 0.05)\n"
-      "  --target-ci PCT      then stop once the 95%% confidence interval of the median is\n"
-      "                       at most PCT of it wide (default 3%%; 0: stop at --min-time)\n"
-      "  --ci-time SEC        ... or after this long if it never gets that tight (default 0.25)\n"
-      "  --max-time SEC       stop after this long once 3 samples exist (default 3)\n"
-      "  --runs N             exactly N samples per case (overrides the time limits)\n"
-      "  --sample-time SEC    calibrate calls per sample to last this long (default 0.002)\n"
-      "  --threads N          OpenMP and OpenBLAS threads (default: all CPUs)\n"
-      "  --cpu LIST           pin to CPUs, e.g. 0 or 0-1\n"
-      "  --cache warm|cold    cold evicts caches before every sample (1 call per sample)\n"
-      "  --seed N             seed of all generated inputs (default 42)\n"
-      "  --events LIST        counters: sw (default), core, cache, tlb, branch, any libpfm4\n"
-      "                       event name, or none\n"
-      "  --backend callgrind  re-run under valgrind's callgrind: simulated, deterministic\n"
-      "                       counters per call (sim:Ir, sim:D1mr, ...); times are not real\n"
-      "  --blas-kernel K      OpenBLAS kernel family: auto (default, also $OPPERF_BLAS_KERNEL):\n"
-      "                       when OpenBLAS fell back below what the CPU runs (a CPU newer\n"
-      "                       than the library), use the CPU's family (SkylakeX, Cooperlake,\n"
-      "                       Haswell, ...); an OPENBLAS_CORETYPE of the environment is kept;\n"
-      "                       native: OpenBLAS's own choice; NAME: that core (e.g. Haswell)\n"
-      "output:\n"
-      "  --format LIST        table (default), json, jsonl (streamed), csv, md, gbench (Google\n"
-      "                       Benchmark JSON), trace (Chrome trace events: Perfetto,\n"
-      "                       chrome://tracing); FMT=FILE writes that format to FILE\n"
-      "  -v, --verbose        one machine-readable line per case pass on stderr as it ends\n"
-      "                       (also OPPERF_VERBOSE=1; fields in opperf(1))\n"
-      "  --perf-control SPEC  under `perf record -D -1 --control=SPEC`: enable perf around each\n"
-      "                       measured sample only (SPEC fifo:CTL,ACK or fd:CTL,ACK; also\n"
-      "                       $OPPERF_PERF_CONTROL); see scripts/opperf-flamegraph\n"
-      "  -o FILE              write the (non-table) report to FILE, atomically\n"
-      "  --save-tensors DIR   write each case's inputs and outputs as .npy files into DIR\n"
-      CLI_PROFILE_USAGE
-      "isolation:\n"
-      "  --isolate            run each case in its own process: a crash or hang becomes a\n"
-      "                       result (crashed/timeout) and the run goes on (default when\n"
-      "                       several operators run)\n"
-      "  --no-isolate         run every case in this process\n"
-      "  --timeout SEC        kill a case after SEC seconds (implies --isolate)\n"
-      "  --repetitions N      measure each case N times (each in a fresh process when\n"
-      "                       isolated, else on fresh allocations) and merge; the gate then\n"
-      "                       also requires a change beyond the repetitions' spread\n"
-      "paired A/B (a noisy machine):\n"
-      "  --interleave         with --impl A,B: measure A and B of each case in interleaved\n"
-      "                       rounds (A B, B A, ...; --repetitions rounds, default 10) in this\n"
-      "                       process, and report the ratio A/B per case with its 95%%\n"
-      "                       interval next to what two separate runs would give\n"
-      "  Ctrl-C (SIGINT/SIGTERM) stops after the current case and writes the finished results,\n"
-      "  marked interrupted (exit 130); a second Ctrl-C stops at once.\n"
-      "regression gate:\n"
-      "  --save-baseline NAME     also store this run's JSON report as baseline NAME\n"
-      "  --compare-baseline NAME  compare with baseline NAME (see opperf compare); exit 1\n"
-      "                           when a case regressed significantly\n"
-      "  --threshold T            smallest change that counts (default 5%%)\n"
-      "  --metric M               what to compare: time (default), instructions, cycles or\n"
-      "                           any counter of the run (see opperf compare)\n"
-      "  --baseline-dir DIR       where baselines live (default $OPPERF_BASELINE_DIR, else\n"
-      "                           $XDG_DATA_HOME/opperf/baselines or ~/.local/share/...)\n"
-      "side by side (scripts/opperf-peer.py under /usr/bin/python3, or $OPPERF_PYTHON):\n"
-      "  --baseline torch|numpy  also time the same cases with PyTorch or NumPy on the same\n"
-      "                       inputs, after ours; adds columns peer, ours/peer (> 1: opperf\n"
-      "                       slower) and per-category geometric means\n"
-      "  --check              also compare outputs (and input gradients) with the peer's;\n"
-      "                       exit 1 on a mismatch\n"
-      "  --dry-run            list the cases that would run (with --baseline: each case's\n"
-      "                       peer equivalent, or why it has none), and exit\n");
-}
 
 static int parse_dtypes(const char *list, unsigned *mask) {
   char buf[128];
@@ -283,39 +189,77 @@ static int setup_baselines(run_opts *o) {
   return 0;
 }
 
+enum { O_SHAPES = 256, O_INPUT, O_PARAM, O_PASS, O_RUNS, O_CPU, O_CACHE, O_SEED, O_EVENTS,
+       O_FORMAT, O_SAVE, O_TIMEOUT, O_PEER, O_PLUGIN, O_CHECK, O_BACKEND,
+       O_PROFILE, O_PROFILE_LAST = O_PROFILE + CLI_PROFILE_NOPTS - 1,
+       O_CONFIG, O_DTYPE, O_IMPL, O_WARMUP, O_SETTLE, O_MINTIME, O_TARGETCI, O_CITIME, O_MAXTIME,
+       O_SAMPLE, O_THREADS, O_RANDOM, O_DRY, O_ISOLATE, O_NO_ISOLATE, O_REPS, O_METRIC,
+       O_SAVE_BASE, O_CMP_BASE, O_BASE_DIR, O_THRESH, O_PERF_CTL, O_BLAS, O_INTERLEAVE };
+
+#define M(f) offsetof(run_opts, f)
+static const cli_opt run_table[] = {
+    {NULL, 0, NULL, CLI_O_TEXT, 0, 0, 0, "cases:"},
+    {"shapes", O_SHAPES, "SETS", CLI_O_CUSTOM, 0, 0, 0, "shape sets: standard,skewed (default), small, large, huge, test, all"},
+    {"input", O_INPUT, "NAME=SHAPE", CLI_O_CUSTOM, 0, 0, 0, "custom input shape, e.g. --input x=64x3x32x32 (repeatable);\nreplaces the default shape sets with one custom case"},
+    {NULL, 0, NULL, CLI_O_TEXT, 0, 0, 0, "  --input NAME=@F.npy  real data from a NumPy .npy file (its shape and dtype)"},
+    {"random-shapes", O_RANDOM, "N", CLI_O_INT, M(random_shapes), 1, 10000, "N valid random cases per operator (drawn from its default\nentries; --seed S picks them: same seed, same shapes and data)"},
+    {"param", O_PARAM, "KEY=VALUE", CLI_O_CUSTOM, 0, 0, 0, "param for every case, e.g. --param axis=0 (repeatable)"},
+    {"config", O_CONFIG, "FILE.json", CLI_O_STR, M(config), 0, 0, "custom cases: [{\"op\":..., \"inputs\":{...}, \"params\":{...}, \"dtype\":...}]"},
+    {"dtype", O_DTYPE, "LIST", CLI_O_LIST, M(dtypes), 0, 0, "float32 (default), float64, int32, int64, bool, or all"},
+    {"pass", O_PASS, "LIST", CLI_O_CUSTOM, 0, 0, 0, "fwd, bwd, both (forward+backward); default fwd,bwd"},
+    {"impl", O_IMPL, "LIST", CLI_O_LIST, M(impl_list), 0, 0, "implementations to run side by side: native (the operator's\nkernels), unfused (a fused operator's chain of separate\noperators), a plugin's name, or all (default)"},
+    {"plugin", O_PLUGIN, "LIB.so", CLI_O_CUSTOM, 0, 0, 0, "load operators and implementations from a plugin (repeatable;\nsee opperf(1), PLUGINS)"},
+    {"check", O_CHECK, NULL, CLI_O_CUSTOM, 0, 0, 0, "check each case's forward outputs against the operator's\nreference first (a mismatch fails the case: status error);\nwith --baseline also against the peer (see below)"},
+    {NULL, 0, NULL, CLI_O_TEXT, 0, 0, 0, "measurement:"},
+    {"warmup", O_WARMUP, "SEC", CLI_O_SECONDS, M(s.warmup), 0, 0, "warm-up per case and pass: at most SEC (default 0.05), ending\nonce two consecutive chunks of calls agree (--warmup-settle)"},
+    {"warmup-settle", O_SETTLE, "PCT", CLI_O_FRACTION, M(s.warmup_settle), 0, 0, "... within PCT per call, after 10 ms (default 5%; 0: always\nthe full --warmup)"},
+    {"min-time", O_MINTIME, "SEC", CLI_O_SECONDS, M(s.min_time), 0, 0, "measure at least this long per case and pass (default 0.05)"},
+    {"target-ci", O_TARGETCI, "PCT", CLI_O_FRACTION, M(s.ci_target), 0, 0, "then stop once the 95% confidence interval of the median is\nat most PCT of it wide (default 3%; 0: stop at --min-time)"},
+    {"ci-time", O_CITIME, "SEC", CLI_O_SECONDS, M(s.ci_time), 0, 0, "... or after this long if it never gets that tight (default 0.25)"},
+    {"max-time", O_MAXTIME, "SEC", CLI_O_SECONDS, M(s.max_time), 0, 0, "stop after this long once 3 samples exist (default 3)"},
+    {"runs", O_RUNS, "N", CLI_O_CUSTOM, 0, 0, 0, "exactly N samples per case (overrides the time limits)"},
+    {"sample-time", O_SAMPLE, "SEC", CLI_O_SECONDS, M(s.sample_time), 0, 0, "calibrate calls per sample to last this long (default 0.002)"},
+    {"threads", O_THREADS, "N", CLI_O_INT, M(s.threads), 1, 1024, "OpenMP and OpenBLAS threads (default: all CPUs)"},
+    {"cpu", O_CPU, "LIST", CLI_O_CUSTOM, 0, 0, 0, "pin to CPUs, e.g. 0 or 0-1"},
+    {"cache", O_CACHE, "warm|cold", CLI_O_CUSTOM, 0, 0, 0, "cold evicts caches before every sample (1 call per sample)"},
+    {"seed", O_SEED, "N", CLI_O_CUSTOM, 0, 0, 0, "seed of all generated inputs (default 42)"},
+    {"events", O_EVENTS, "LIST", CLI_O_CUSTOM, 0, 0, 0, "counters: sw (default), core, cache, tlb, branch, any libpfm4\nevent name, or none"},
+    {"backend", O_BACKEND, "callgrind", CLI_O_CUSTOM, 0, 0, 0, "re-run under valgrind's callgrind: simulated, deterministic\ncounters per call (sim:Ir, sim:D1mr, ...); times are not real"},
+    {"blas-kernel", O_BLAS, "K", CLI_O_STR, M(blas_kernel), 0, 0, "OpenBLAS kernel family: auto (default, also $OPPERF_BLAS_KERNEL):\nwhen OpenBLAS fell back below what the CPU runs (a CPU newer\nthan the library), use the CPU's family (SkylakeX, Cooperlake,\nHaswell, ...); an OPENBLAS_CORETYPE of the environment is kept;\nnative: OpenBLAS's own choice; NAME: that core (e.g. Haswell)"},
+    {NULL, 0, NULL, CLI_O_TEXT, 0, 0, 0, "output:"},
+    {"format", O_FORMAT, "LIST", CLI_O_CUSTOM, 0, 0, 0, "table (default), json, jsonl (streamed), csv, md, gbench (Google\nBenchmark JSON), trace (Chrome trace events: Perfetto,\nchrome://tracing); FMT=FILE writes that format to FILE"},
+    {"verbose", 'v', NULL, CLI_O_FLAG, M(verbose), 1, 0, "one machine-readable line per case pass on stderr as it ends\n(also OPPERF_VERBOSE=1; fields in opperf(1))"},
+    {"perf-control", O_PERF_CTL, "SPEC", CLI_O_STR, M(perf_ctl), 0, 0, "under `perf record -D -1 --control=SPEC`: enable perf around each\nmeasured sample only (SPEC fifo:CTL,ACK or fd:CTL,ACK; also\n$OPPERF_PERF_CONTROL); see scripts/opperf-flamegraph"},
+    {"output", 'o', "FILE", CLI_O_STR, M(output), 0, 0, "write the (non-table) report to FILE, atomically"},
+    {"save-tensors", O_SAVE, "DIR", CLI_O_CUSTOM, 0, 0, 0, "write each case's inputs and outputs as .npy files into DIR"},
+    CLI_PROFILE_ROWS(O_PROFILE),
+    {NULL, 0, NULL, CLI_O_TEXT, 0, 0, 0, "isolation:"},
+    {"isolate", O_ISOLATE, NULL, CLI_O_FLAG, M(isolate), 1, 0, "run each case in its own process: a crash or hang becomes a\nresult (crashed/timeout) and the run goes on (default when\nseveral operators run)"},
+    {"no-isolate", O_NO_ISOLATE, NULL, CLI_O_FLAG, M(isolate), 0, 0, "run every case in this process"},
+    {"timeout", O_TIMEOUT, "SEC", CLI_O_CUSTOM, 0, 0, 0, "kill a case after SEC seconds (implies --isolate)"},
+    {"repetitions", O_REPS, "N", CLI_O_INT, M(reps), 1, OPF_MAX_REPS, "measure each case N times (each in a fresh process when\nisolated, else on fresh allocations) and merge; the gate then\nalso requires a change beyond the repetitions' spread"},
+    {NULL, 0, NULL, CLI_O_TEXT, 0, 0, 0, "  Ctrl-C (SIGINT/SIGTERM) stops after the current case and writes the finished results,\n  marked interrupted (exit 130); a second Ctrl-C stops at once."},
+    {NULL, 0, NULL, CLI_O_TEXT, 0, 0, 0, "paired A/B (a noisy machine):"},
+    {"interleave", O_INTERLEAVE, NULL, CLI_O_FLAG, M(interleave), 1, 0, "with --impl A,B: measure A and B of each case in interleaved\nrounds (A B, B A, ...; --repetitions rounds, default 10) in this\nprocess, and report the ratio A/B per case with its 95%\ninterval"},
+    {NULL, 0, NULL, CLI_O_TEXT, 0, 0, 0, "regression gate:"},
+    {"save-baseline", O_SAVE_BASE, "NAME", CLI_O_STR, M(save_baseline), 0, 0, "also store this run's JSON report as baseline NAME"},
+    {"compare-baseline", O_CMP_BASE, "NAME", CLI_O_STR, M(compare_baseline), 0, 0, "compare with baseline NAME (see opperf compare); exit 1\nwhen a case regressed significantly"},
+    {"threshold", O_THRESH, "T", CLI_O_FRACTION, M(threshold), 0, 0, "smallest change that counts (default 5%)"},
+    {"metric", O_METRIC, "M", CLI_O_STR, M(metric), 0, 0, "what to compare: time (default), instructions, cycles or\nany counter of the run (see opperf compare)"},
+    {"baseline-dir", O_BASE_DIR, "DIR", CLI_O_STR, M(baseline_dir), 0, 0, "where baselines live (default $OPPERF_BASELINE_DIR, else\n$XDG_DATA_HOME/opperf/baselines or ~/.local/share/...)"},
+    {NULL, 0, NULL, CLI_O_TEXT, 0, 0, 0, "side by side (scripts/opperf-peer.py under /usr/bin/python3, or $OPPERF_PYTHON):"},
+    {"baseline", O_PEER, "torch|numpy", CLI_O_CUSTOM, 0, 0, 0, "also time the same cases with PyTorch or NumPy on the same\ninputs, after ours; adds columns peer, ours/peer (> 1: opperf\nslower) and per-category geometric means (--check also compares\noutputs and input gradients with the peer's: exit 1 on a mismatch)"},
+    {"dry-run", O_DRY, NULL, CLI_O_FLAG, M(dry_run), 1, 0, "list the cases that would run (with --baseline: each case's\npeer equivalent, or why it has none), and exit"},
+    {"help", 'h', NULL, CLI_O_HELP, 0, 0, 0, "this text"},
+};
+#undef M
+
+static const cli_cmd_opts run_cmd = {
+    "run", "usage: opperf run [options] [OP|CATEGORY|GLOB ...]",
+    "Measures each operator on its own. Without names, every operator runs.", run_table,
+    (int)(sizeof run_table / sizeof run_table[0]), ""};
+
 static int parse_args(int argc, char **argv, run_opts *o) {
-  enum { O_SHAPES = 256, O_INPUT, O_PARAM, O_CONFIG, O_DTYPE, O_PASS, O_WARMUP, O_MINTIME,
-         O_TARGETCI, O_CITIME, O_SETTLE,
-         O_MAXTIME, O_RUNS, O_SAMPLE, O_THREADS, O_CPU, O_CACHE, O_SEED, O_EVENTS, O_FORMAT,
-         O_DRY, O_BACKEND, O_RANDOM, O_SAVE, O_SAVE_BASE, O_CMP_BASE, O_BASE_DIR, O_THRESH,
-         O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_IMPL, O_REPS, O_METRIC,
-         O_PERF_CTL, O_PEER, O_PLUGIN, O_CHECK, O_BLAS, O_INTERLEAVE,
-         O_PROFILE, O_PROFILE_LAST = O_PROFILE + CLI_PROFILE_NOPTS - 1 };
-  static const struct option opts[] = {
-      {"shapes", required_argument, 0, O_SHAPES}, {"input", required_argument, 0, O_INPUT},
-      {"param", required_argument, 0, O_PARAM},   {"config", required_argument, 0, O_CONFIG},
-      {"dtype", required_argument, 0, O_DTYPE},   {"pass", required_argument, 0, O_PASS},
-      {"warmup", required_argument, 0, O_WARMUP}, {"min-time", required_argument, 0, O_MINTIME},
-      {"warmup-settle", required_argument, 0, O_SETTLE},
-      {"target-ci", required_argument, 0, O_TARGETCI}, {"ci-time", required_argument, 0, O_CITIME},
-      {"max-time", required_argument, 0, O_MAXTIME}, {"runs", required_argument, 0, O_RUNS},
-      {"sample-time", required_argument, 0, O_SAMPLE}, {"threads", required_argument, 0, O_THREADS},
-      {"cpu", required_argument, 0, O_CPU},       {"cache", required_argument, 0, O_CACHE},
-      {"seed", required_argument, 0, O_SEED},     {"events", required_argument, 0, O_EVENTS},
-      {"format", required_argument, 0, O_FORMAT}, {"output", required_argument, 0, 'o'},
-      {"dry-run", no_argument, 0, O_DRY},         {"help", no_argument, 0, 'h'},
-      {"backend", required_argument, 0, O_BACKEND},
-      {"random-shapes", required_argument, 0, O_RANDOM}, {"save-tensors", required_argument, 0, O_SAVE},
-      {"save-baseline", required_argument, 0, O_SAVE_BASE}, {"compare-baseline", required_argument, 0, O_CMP_BASE},
-      {"baseline-dir", required_argument, 0, O_BASE_DIR}, {"threshold", required_argument, 0, O_THRESH},
-      {"isolate", no_argument, 0, O_ISOLATE}, {"no-isolate", no_argument, 0, O_NO_ISOLATE},
-      {"timeout", required_argument, 0, O_TIMEOUT}, {"impl", required_argument, 0, O_IMPL},
-      {"repetitions", required_argument, 0, O_REPS}, {"metric", required_argument, 0, O_METRIC},
-      {"verbose", no_argument, 0, 'v'}, {"perf-control", required_argument, 0, O_PERF_CTL},
-      {"baseline", required_argument, 0, O_PEER}, {"check", no_argument, 0, O_CHECK},
-      {"plugin", required_argument, 0, O_PLUGIN}, {"blas-kernel", required_argument, 0, O_BLAS},
-      {"interleave", no_argument, 0, O_INTERLEAVE},
-      CLI_PROFILE_OPTIONS(O_PROFILE), {0, 0, 0, 0}};
   opf_settings_default(&o->s);
   o->threshold = 0.05;
   o->isolate = -1;
@@ -327,126 +271,73 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   o->metric = "time";
   o->peer_lib = -1;
   optind = 1;
-  opterr = 0;
   int ch;
   long long v;
-  while ((ch = getopt_long(argc, argv, ":o:hv", opts, NULL)) != -1) {
+  const char *arg;
+  while ((ch = cli_opts_next(&run_cmd, argc, argv, o, &arg)) > 0) {
     switch (ch) {
-    case 'h': usage(); return -1;
-    case 'v': o->verbose = 1; break;
-    case O_PERF_CTL: o->perf_ctl = optarg; break;
-    case O_PROFILE ... O_PROFILE_LAST: if (cli_profile_arg(&o->prof, ch - O_PROFILE, optarg)) return 2; break;
+    case O_PROFILE ... O_PROFILE_LAST: if (cli_profile_arg(&o->prof, ch - O_PROFILE, arg)) return 2; break;
     case O_SHAPES:
-      if (cli_check_list(optarg, "--shapes")) return EXIT_USAGE;
-      o->sets = optarg;
+      if (cli_check_list(arg, "--shapes")) return EXIT_USAGE;
+      o->sets = arg;
       break;
     case O_INPUT:
     case O_PARAM: {
-      if (!strchr(optarg, '=') || optarg[0] == '=')
-        return cli_usage_error("--%s expects NAME=VALUE, not '%s'", ch == O_INPUT ? "input" : "param", optarg);
-      if (ch == O_INPUT && o->n_inputs < MAX_ITEMS) o->inputs[o->n_inputs++] = optarg;
-      else if (ch == O_PARAM && o->n_params < MAX_ITEMS) o->params[o->n_params++] = optarg;
+      if (!strchr(arg, '=') || arg[0] == '=')
+        return cli_usage_error("--%s expects NAME=VALUE, not '%s'", ch == O_INPUT ? "input" : "param", arg);
+      if (ch == O_INPUT && o->n_inputs < MAX_ITEMS) o->inputs[o->n_inputs++] = arg;
+      else if (ch == O_PARAM && o->n_params < MAX_ITEMS) o->params[o->n_params++] = arg;
       else return cli_usage_error("too many --input/--param items");
       break;
     }
-    case O_CONFIG: o->config = optarg; break;
-    case O_IMPL:
-      if (cli_check_list(optarg, "--impl")) return EXIT_USAGE;
-      o->impl_list = optarg;
-      break;
-    case O_PLUGIN: if (cli_plugin_load(optarg)) return 2; break;
+    case O_PLUGIN: if (cli_plugin_load(arg)) return 2; break;
     case O_CHECK: o->s.check = o->peer_check = 1; break; /* the reference, and the peer if any */
-    case O_DTYPE:
-      if (cli_check_list(optarg, "--dtype")) return EXIT_USAGE;
-      o->dtypes = optarg;
-      break;
     case O_PASS:
-      if (cli_check_list(optarg, "--pass")) return EXIT_USAGE;
-      o->passes = optarg;
+      if (cli_check_list(arg, "--pass")) return EXIT_USAGE;
+      o->passes = arg;
       o->passes_explicit = 1;
       break;
-    case O_WARMUP: if (cli_parse_seconds("--warmup", optarg, &o->s.warmup)) return 2; break;
-    case O_MINTIME: if (cli_parse_seconds("--min-time", optarg, &o->s.min_time)) return 2; break;
-    case O_CITIME: if (cli_parse_seconds("--ci-time", optarg, &o->s.ci_time)) return 2; break;
-    case O_SETTLE:
-      if (!cli_parse_fraction(optarg, &o->s.warmup_settle))
-        return cli_usage_error("--warmup-settle needs a share such as 5%% or 0.05 (0: off), not '%s'", optarg);
-      break;
-    case O_TARGETCI:
-      if (!cli_parse_fraction(optarg, &o->s.ci_target))
-        return cli_usage_error("--target-ci needs a share such as 2%% or 0.02 (0: off), not '%s'", optarg);
-      break;
-    case O_MAXTIME: if (cli_parse_seconds("--max-time", optarg, &o->s.max_time)) return 2; break;
-    case O_SAMPLE: if (cli_parse_seconds("--sample-time", optarg, &o->s.sample_time)) return 2; break;
-    case O_METRIC: o->metric = optarg; break;
-    case O_REPS:
-      if (!cli_parse_int(optarg, &v) || v < 1 || v > OPF_MAX_REPS)
-        return cli_usage_error("--repetitions needs a count between 1 and %d, not '%s'", OPF_MAX_REPS, optarg);
-      o->reps = (int)v;
-      break;
     case O_RUNS:
-      if (!cli_parse_int(optarg, &v) || v < 1 || v > 1000000)
-        return cli_usage_error("--runs needs a count between 1 and 1000000, not '%s'", optarg);
+      if (!cli_parse_int(arg, &v) || v < 1 || v > 1000000)
+        return cli_usage_error("--runs needs a count between 1 and 1000000, not '%s'", arg);
       o->s.min_runs = o->s.max_runs = (int)v;
       o->s.min_time = 0;
       o->s.max_time = 1e9;
       break;
-    case O_THREADS:
-      if (!cli_parse_int(optarg, &v) || v < 1 || v > 1024)
-        return cli_usage_error("--threads needs a count between 1 and 1024, not '%s'", optarg);
-      o->s.threads = (int)v;
-      break;
-    case O_CPU: snprintf(o->s.cpus, sizeof o->s.cpus, "%s", optarg); break;
+    case O_CPU: snprintf(o->s.cpus, sizeof o->s.cpus, "%s", arg); break;
     case O_CACHE:
-      if (!strcmp(optarg, "warm")) o->s.cache = OPF_CACHE_WARM;
-      else if (!strcmp(optarg, "cold")) o->s.cache = OPF_CACHE_COLD;
-      else return cli_usage_error("--cache must be warm or cold, not '%s'", optarg);
+      if (!strcmp(arg, "warm")) o->s.cache = OPF_CACHE_WARM;
+      else if (!strcmp(arg, "cold")) o->s.cache = OPF_CACHE_COLD;
+      else return cli_usage_error("--cache must be warm or cold, not '%s'", arg);
       break;
     case O_SEED:
-      if (!cli_parse_int(optarg, &v) || v < 0)
-        return cli_usage_error("--seed needs a non-negative integer, not '%s'", optarg);
+      if (!cli_parse_int(arg, &v) || v < 0)
+        return cli_usage_error("--seed needs a non-negative integer, not '%s'", arg);
       o->s.seed = (uint64_t)v;
       break;
     case O_EVENTS:
-      if (strlen(optarg) >= sizeof o->s.events) return cli_usage_error("--events list is too long");
-      if (cli_check_list(optarg, "--events")) return EXIT_USAGE;
-      snprintf(o->s.events, sizeof o->s.events, "%s", strcmp(optarg, "none") ? optarg : "");
+      if (strlen(arg) >= sizeof o->s.events) return cli_usage_error("--events list is too long");
+      if (cli_check_list(arg, "--events")) return EXIT_USAGE;
+      snprintf(o->s.events, sizeof o->s.events, "%s", strcmp(arg, "none") ? arg : "");
       break;
     case O_FORMAT:
-      if (cli_check_list(optarg, "--format") || parse_formats(o, optarg)) return 2;
+      if (cli_check_list(arg, "--format") || parse_formats(o, (char *)arg)) return 2;
       break;
-    case 'o': o->output = optarg; break;
-    case O_DRY: o->dry_run = 1; break;
-    case O_RANDOM:
-      if (!cli_parse_int(optarg, &v) || v < 1 || v > 10000)
-        return cli_usage_error("--random-shapes needs a count between 1 and 10000, not '%s'", optarg);
-      o->random_shapes = (int)v;
-      break;
-    case O_ISOLATE: o->isolate = 1; break;
-    case O_NO_ISOLATE: o->isolate = 0; break;
     case O_TIMEOUT:
-      if (!cli_parse_double(optarg, &o->timeout) || !(o->timeout > 0) || o->timeout > 1e6)
-        return cli_usage_error("--timeout needs a positive number of seconds, not '%s'", optarg);
-      break;
-    case O_SAVE_BASE: o->save_baseline = optarg; break;
-    case O_CMP_BASE: o->compare_baseline = optarg; break;
-    case O_BASE_DIR: o->baseline_dir = optarg; break;
-    case O_THRESH:
-      if (!cli_parse_fraction(optarg, &o->threshold))
-        return cli_usage_error("--threshold needs a change such as 5%% or 0.05, not '%s'", optarg);
+      if (!cli_parse_double(arg, &o->timeout) || !(o->timeout > 0) || o->timeout > 1e6)
+        return cli_usage_error("--timeout needs a positive number of seconds, not '%s'", arg);
       break;
     case O_SAVE:
-      if (strlen(optarg) >= sizeof o->s.save_dir - 64) return cli_usage_error("--save-tensors: directory name too long");
-      snprintf(o->s.save_dir, sizeof o->s.save_dir, "%s", optarg);
+      if (strlen(arg) >= sizeof o->s.save_dir - 64) return cli_usage_error("--save-tensors: directory name too long");
+      snprintf(o->s.save_dir, sizeof o->s.save_dir, "%s", arg);
       break;
-    case O_BACKEND: if (cli_backend_parse(optarg, &o->backend)) return 2; break;
-    case O_PEER: if (cli_peer_parse(optarg, &o->peer_lib)) return 2; break;
-    case O_BLAS: o->blas_kernel = optarg; break;
-    case O_INTERLEAVE: o->interleave = 1; break;
-    case ':': return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
-    default: return cli_usage_error("run: unknown option '%s' (see opperf run -h)", argv[optind - 1]);
+    case O_BACKEND: if (cli_backend_parse(arg, &o->backend)) return 2; break;
+    case O_PEER: if (cli_peer_parse(arg, &o->peer_lib)) return 2; break;
+    default: return cli_usage_error("run: unhandled option");
     }
   }
+  if (ch == CLI_OPT_HELP_DONE) return -1;
+  if (ch < 0) return 2;
   if (o->s.max_time < o->s.min_time) o->s.max_time = o->s.min_time;
   if (check_sets(o->sets)) return 2;
   if (o->impl_list && cli_impls_parse(o->impl_list, &o->impls)) return 2; /* after --plugin */

@@ -7,6 +7,7 @@
 #include <getopt.h>
 
 #include "cli.h"
+#include "opts.h"
 #include "opperf/profile.h"
 
 typedef struct cli_profile {
@@ -19,22 +20,17 @@ typedef struct cli_profile {
   int lost_folded;         /* stacks that could not be kept (out of memory) */
 } cli_profile;
 
-/* The getopt_long entries; option codes base .. base + CLI_PROFILE_NOPTS - 1. */
+/* The option-table rows (opts.h); option keys base .. base + CLI_PROFILE_NOPTS - 1. */
 #define CLI_PROFILE_NOPTS 5
-#define CLI_PROFILE_OPTIONS(base)                                                              \
-  {"profile", no_argument, 0, (base)}, {"profile-folded", required_argument, 0, (base) + 1},  \
-      {"profile-top", required_argument, 0, (base) + 2},                                      \
-      {"profile-freq", required_argument, 0, (base) + 3},                                     \
-      {"profile-event", required_argument, 0, (base) + 4}
-#define CLI_PROFILE_USAGE                                                                      \
-  "profile (sampling inside the measured samples only; see opperf(1) PROFILES):\n"            \
-  "  --profile            hottest functions per case: self and total share, samples, lost,\n" \
-  "                       unresolved (table section, JSON \"profile\", Markdown)\n"           \
-  "  --profile-folded F   also write folded stacks to F (any flame-graph renderer;\n"         \
-  "                       implies --profile)\n"                                               \
-  "  --profile-top N      functions shown per case (default 10, at most 32)\n"                \
-  "  --profile-freq HZ    samples per second per thread (default 4000)\n"                     \
-  "  --profile-event E    cpu-clock (default: works without a PMU) or cycles\n"
+#define CLI_PROFILE_ROWS(base)                                                                    \
+  {NULL, 0, NULL, CLI_O_TEXT, 0, 0, 0, "profile (sampling inside the measured samples only; see opperf(1) PROFILES):"}, \
+  {"profile", (base), NULL, CLI_O_CUSTOM, 0, 0, 0,                                                \
+   "hottest functions per case: self and total share, samples, lost,\nunresolved (table section, JSON \"profile\", Markdown)"}, \
+  {"profile-folded", (base) + 1, "F", CLI_O_CUSTOM, 0, 0, 0,                                      \
+   "also write folded stacks to F (any flame-graph renderer;\nimplies --profile)"},                \
+  {"profile-top", (base) + 2, "N", CLI_O_CUSTOM, 0, 0, 0, "functions shown per case (default 10, at most 32)"}, \
+  {"profile-freq", (base) + 3, "HZ", CLI_O_CUSTOM, 0, 0, 0, "samples per second per thread (default 4000)"}, \
+  {"profile-event", (base) + 4, "E", CLI_O_CUSTOM, 0, 0, 0, "cpu-clock (default: works without a PMU) or cycles"}
 /* Option `which` (0 .. CLI_PROFILE_NOPTS - 1) with its argument; prints and returns 2 if bad. */
 int cli_profile_arg(cli_profile *cp, int which, const char *arg);
 /* Open the profiler (after opf_runtime_setup) and add its hooks to reg's chain (before
