@@ -13,6 +13,7 @@
 
 #include "cli_backend.h" /* --backend callgrind */
 #include "cli.h"
+#include "opts.h"
 #include "opperf/topdown.h"
 #include "opperf/svg.h"
 #include "opperf/sweep.h"
@@ -65,148 +66,113 @@ static int td_metric(const char *m) {
   return -1;
 }
 
-static void usage(void) {
-  printf(
-      "usage: opperf sweep OP (--shapes LIST | --vary SPEC | --aspect N) [options]\n\n"
-      "Measures one operator over many shapes and reports, per shape: time per call, ns and\n"
-      "cycles per element, GB/s, and cache/TLB misses per KiB and per element when counted.\n\n"
-      "shapes (one of):\n"
-      "  --shapes LIST        explicit shapes, e.g. \"1024x1024,10000x10,10x10000\"; a shape\n"
-      "                       applies to the first input unless written NAME=SHAPE (items\n"
-      "                       may name several inputs: \"a=64x64 b=1x64,a=8x8 b=1x8\")\n"
-      "  --vary SPEC          a range on one dimension: x.dim0=16:65536:x2 (multiply) or\n"
-      "                       x.dim1=8:64:+8 (add); the other dimensions come from\n"
-      "                       --input x=SHAPE, else from the operator's standard shape\n"
-      "  --aspect N           at a fixed element count N (a power of two: 1048576, 2^20):\n"
-      "                       (1,N), (2,N/2) ... (N,1) on the first input\n"
-      "  --input NAME=SHAPE   base shape of the varied input, or a fixed other input\n"
-      "  --param KEY=VALUE    param for every shape (repeatable)\n"
-      "measurement (as in opperf run):\n"
-      "  --dtype T            one dtype (default float32, else the operator's first)\n"
-      "  --pass LIST          fwd (default), bwd, both\n"
-      "  --cache LIST         warm (default), cold, or warm,cold (both in one sweep)\n"
-      "  --events LIST        counters (default sw): cache and tlb add misses per KiB/element\n"
-      "  --backend callgrind  simulated cache misses (sim:D1mr, sim:DLmr, ...); times not real\n"
-      "  --blas-kernel K      OpenBLAS kernel family: auto (default), native or a core name\n"
-      "                       (see opperf run -h)\n"
-      "  --threads N, --cpu LIST, --seed N, --warmup SEC, --min-time SEC, --max-time SEC,\n"
-      "  --runs N, --sample-time SEC\n"
-      "output:\n"
-      "  --format F           table (default), csv, json, md, trace\n"
-      "  -o FILE              write the report to FILE, atomically\n"
-      "  --plot FILE.svg      SVG line plot: one line per pass and cache mode\n"
-      "  --plot-metric M      what the plot shows: ns-per-elem (default), time, gbps,\n"
-      "                       cycles-per-elem, misses:EVENT (per KiB; the default with\n"
-      "                       --backend callgrind is the first simulated miss counter),\n"
-      "                       td:ret, td:bad, td:fe, td:be (top-down %% of slots; needs\n"
-      "                       --events topdown)\n"
-      "  -v, --verbose        one opperf_verbose line per shape and pass on stderr\n"
-      "  --perf-control SPEC  under `perf record -D -1 --control=SPEC`: perf counts the\n"
-      "                       measured samples only (see opperf run -h)\n"
-      "  --plugin LIB.so      load a plugin first, so OP may be one of its operators\n"
-      "Ctrl-C stops after the current shape and writes the shapes measured so far (exit 130).\n");
-}
+enum { O_SHAPES = 256, O_VARY, O_ASPECT, O_INPUT, O_PARAM, O_DTYPE, O_PASS, O_CACHE, O_EVENTS,
+       O_BACKEND, O_THREADS, O_CPU, O_SEED, O_WARMUP, O_MINTIME, O_MAXTIME, O_RUNS, O_SAMPLE,
+       O_FORMAT, O_PLOT, O_PLOT_METRIC, O_PERF_CTL, O_PLUGIN, O_BLAS };
+
+#define M(f) offsetof(sweep_opts, f)
+static const cli_opt sweep_table[] = {
+    {NULL, 0, NULL, CLI_O_TEXT, 0, 0, 0, "shapes (one of):"},
+    {"shapes", O_SHAPES, "LIST", CLI_O_CUSTOM, 0, 0, 0, "explicit shapes, e.g. \"1024x1024,10000x10,10x10000\"; a shape\napplies to the first input unless written NAME=SHAPE (items\nmay name several inputs: \"a=64x64 b=1x64,a=8x8 b=1x8\")"},
+    {"vary", O_VARY, "SPEC", CLI_O_CUSTOM, 0, 0, 0, "a range on one dimension: x.dim0=16:65536:x2 (multiply) or\nx.dim1=8:64:+8 (add); the other dimensions come from\n--input x=SHAPE, else from the operator's standard shape"},
+    {"aspect", O_ASPECT, "N", CLI_O_CUSTOM, 0, 0, 0, "at a fixed element count N (a power of two: 1048576, 2^20):\n(1,N), (2,N/2) ... (N,1) on the first input"},
+    {"input", O_INPUT, "NAME=SHAPE", CLI_O_CUSTOM, 0, 0, 0, "base shape of the varied input, or a fixed other input"},
+    {"param", O_PARAM, "KEY=VALUE", CLI_O_CUSTOM, 0, 0, 0, "param for every shape (repeatable)"},
+    {NULL, 0, NULL, CLI_O_TEXT, 0, 0, 0, "measurement (as in opperf run):"},
+    {"dtype", O_DTYPE, "T", CLI_O_STR, M(dtype), 0, 0, "one dtype (default float32, else the operator's first)"},
+    {"pass", O_PASS, "LIST", CLI_O_LIST, M(passes), 0, 0, "fwd (default), bwd, both"},
+    {"cache", O_CACHE, "LIST", CLI_O_LIST, M(caches), 0, 0, "warm (default), cold, or warm,cold (both in one sweep)"},
+    {"events", O_EVENTS, "LIST", CLI_O_CUSTOM, 0, 0, 0, "counters (default sw): cache and tlb add misses per KiB/element"},
+    {"backend", O_BACKEND, "callgrind", CLI_O_CUSTOM, 0, 0, 0, "simulated cache misses (sim:D1mr, sim:DLmr, ...); times not real"},
+    {"blas-kernel", O_BLAS, "K", CLI_O_STR, M(blas_kernel), 0, 0, "OpenBLAS kernel family: auto (default), native or a core name\n(see opperf run -h)"},
+    {"threads", O_THREADS, "N", CLI_O_INT, M(s.threads), 1, 1024, "OpenMP and OpenBLAS threads (default: all CPUs)"},
+    {"cpu", O_CPU, "LIST", CLI_O_CUSTOM, 0, 0, 0, "pin to CPUs, e.g. 0 or 0-1"},
+    {"seed", O_SEED, "N", CLI_O_CUSTOM, 0, 0, 0, "seed of all generated inputs (default 42)"},
+    {"warmup", O_WARMUP, "SEC", CLI_O_SECONDS, M(s.warmup), 0, 0, "warm-up per shape and pass, at most (default 0.05)"},
+    {"min-time", O_MINTIME, "SEC", CLI_O_SECONDS, M(s.min_time), 0, 0, "measure at least this long per shape and pass"},
+    {"max-time", O_MAXTIME, "SEC", CLI_O_SECONDS, M(s.max_time), 0, 0, "stop after this long once 3 samples exist"},
+    {"runs", O_RUNS, "N", CLI_O_CUSTOM, 0, 0, 0, "exactly N samples per shape (overrides the time limits)"},
+    {"sample-time", O_SAMPLE, "SEC", CLI_O_SECONDS, M(s.sample_time), 0, 0, "calibrate calls per sample to last this long"},
+    {NULL, 0, NULL, CLI_O_TEXT, 0, 0, 0, "output:"},
+    {"format", O_FORMAT, "F", CLI_O_CUSTOM, 0, 0, 0, "table (default), csv, json, md, trace"},
+    {"output", 'o', "FILE", CLI_O_STR, M(output), 0, 0, "write the report to FILE, atomically"},
+    {"plot", O_PLOT, "FILE.svg", CLI_O_STR, M(plot), 0, 0, "SVG line plot: one line per pass and cache mode"},
+    {"plot-metric", O_PLOT_METRIC, "M", CLI_O_CUSTOM, 0, 0, 0, "what the plot shows: ns-per-elem (default), time, gbps,\ncycles-per-elem, misses:EVENT (per KiB; the default with\n--backend callgrind is the first simulated miss counter),\ntd:ret, td:bad, td:fe, td:be (top-down % of slots; needs\n--events topdown)"},
+    {"verbose", 'v', NULL, CLI_O_FLAG, M(verbose), 1, 0, "one opperf_verbose line per shape and pass on stderr"},
+    {"perf-control", O_PERF_CTL, "SPEC", CLI_O_STR, M(perf_ctl), 0, 0, "under `perf record -D -1 --control=SPEC`: perf counts the\nmeasured samples only (see opperf run -h)"},
+    {"plugin", O_PLUGIN, "LIB.so", CLI_O_CUSTOM, 0, 0, 0, "load a plugin first, so OP may be one of its operators"},
+    {"help", 'h', NULL, CLI_O_HELP, 0, 0, 0, "this text"},
+};
+#undef M
+
+static const cli_cmd_opts sweep_cmd = {
+    "sweep", "usage: opperf sweep OP (--shapes LIST | --vary SPEC | --aspect N) [options]",
+    "Measures one operator over many shapes and reports, per shape: time per call, ns and\n"
+    "cycles per element, GB/s, and cache/TLB misses per KiB and per element when counted.",
+    sweep_table, (int)(sizeof sweep_table / sizeof sweep_table[0]),
+    "Ctrl-C stops after the current shape and writes the shapes measured so far (exit 130).\n"};
 
 static int parse_args(int argc, char **argv, sweep_opts *o) {
-  enum { O_SHAPES = 256, O_VARY, O_ASPECT, O_INPUT, O_PARAM, O_DTYPE, O_PASS, O_CACHE, O_EVENTS,
-         O_BACKEND, O_THREADS, O_CPU, O_SEED, O_WARMUP, O_MINTIME, O_MAXTIME, O_RUNS, O_SAMPLE,
-         O_FORMAT, O_PLOT, O_PLOT_METRIC, O_PERF_CTL, O_PLUGIN, O_BLAS };
-  static const struct option opts[] = {
-      {"shapes", required_argument, 0, O_SHAPES}, {"vary", required_argument, 0, O_VARY},
-      {"aspect", required_argument, 0, O_ASPECT}, {"input", required_argument, 0, O_INPUT},
-      {"param", required_argument, 0, O_PARAM},   {"dtype", required_argument, 0, O_DTYPE},
-      {"pass", required_argument, 0, O_PASS},     {"cache", required_argument, 0, O_CACHE},
-      {"events", required_argument, 0, O_EVENTS}, {"backend", required_argument, 0, O_BACKEND},
-      {"blas-kernel", required_argument, 0, O_BLAS},
-      {"threads", required_argument, 0, O_THREADS}, {"cpu", required_argument, 0, O_CPU},
-      {"seed", required_argument, 0, O_SEED},     {"warmup", required_argument, 0, O_WARMUP},
-      {"min-time", required_argument, 0, O_MINTIME}, {"max-time", required_argument, 0, O_MAXTIME},
-      {"runs", required_argument, 0, O_RUNS},     {"sample-time", required_argument, 0, O_SAMPLE},
-      {"format", required_argument, 0, O_FORMAT}, {"output", required_argument, 0, 'o'},
-      {"plot", required_argument, 0, O_PLOT},     {"plot-metric", required_argument, 0, O_PLOT_METRIC},
-      {"verbose", no_argument, 0, 'v'},           {"help", no_argument, 0, 'h'},
-      {"perf-control", required_argument, 0, O_PERF_CTL}, {"plugin", required_argument, 0, O_PLUGIN},
-      {0, 0, 0, 0}};
   opf_settings_default(&o->s);
   o->caches = "warm";
   o->passes = "fwd";
   o->fmt = OPF_FMT_TABLE;
   o->plot_metric = NULL; /* ns-per-elem, or misses of the first miss event when simulated */
   optind = 1;
-  opterr = 0;
   int ch, nkind = 0;
   long long v;
-  while ((ch = getopt_long(argc, argv, ":o:hv", opts, NULL)) != -1) {
+  const char *arg;
+  while ((ch = cli_opts_next(&sweep_cmd, argc, argv, o, &arg)) > 0) {
     switch (ch) {
-    case 'h': usage(); return -1;
-    case 'v': o->verbose = 1; break;
-    case O_PERF_CTL: o->perf_ctl = optarg; break;
-    case O_PLUGIN: if (cli_plugin_load(optarg)) return 2; break;
-    case O_SHAPES: o->shapes = optarg; o->kind = SW_SHAPES; nkind++; break;
-    case O_VARY: o->vary = optarg; o->kind = SW_VARY; nkind++; break;
-    case O_ASPECT: o->aspect = optarg; o->kind = SW_ASPECT; nkind++; break;
+    case O_PLUGIN: if (cli_plugin_load(arg)) return 2; break;
+    case O_SHAPES: o->shapes = arg; o->kind = SW_SHAPES; nkind++; break;
+    case O_VARY: o->vary = arg; o->kind = SW_VARY; nkind++; break;
+    case O_ASPECT: o->aspect = arg; o->kind = SW_ASPECT; nkind++; break;
     case O_INPUT:
     case O_PARAM:
-      if (!strchr(optarg, '=') || optarg[0] == '=')
-        return cli_usage_error("--%s expects NAME=VALUE, not '%s'", ch == O_INPUT ? "input" : "param", optarg);
-      if (ch == O_INPUT && o->n_inputs < MAX_ITEMS) o->inputs[o->n_inputs++] = optarg;
-      else if (ch == O_PARAM && o->n_params < MAX_ITEMS) o->params[o->n_params++] = optarg;
+      if (!strchr(arg, '=') || arg[0] == '=')
+        return cli_usage_error("--%s expects NAME=VALUE, not '%s'", ch == O_INPUT ? "input" : "param", arg);
+      if (ch == O_INPUT && o->n_inputs < MAX_ITEMS) o->inputs[o->n_inputs++] = arg;
+      else if (ch == O_PARAM && o->n_params < MAX_ITEMS) o->params[o->n_params++] = arg;
       else return cli_usage_error("too many --input/--param items");
       break;
-    case O_DTYPE: o->dtype = optarg; break;
-    case O_PASS:
-      if (cli_check_list(optarg, "--pass")) return EXIT_USAGE;
-      o->passes = optarg;
-      break;
-    case O_CACHE: o->caches = optarg; break;
     case O_EVENTS:
-      if (strlen(optarg) >= sizeof o->s.events) return cli_usage_error("--events list is too long");
-      if (cli_check_list(optarg, "--events")) return EXIT_USAGE;
-      snprintf(o->s.events, sizeof o->s.events, "%s", strcmp(optarg, "none") ? optarg : "");
+      if (strlen(arg) >= sizeof o->s.events) return cli_usage_error("--events list is too long");
+      if (cli_check_list(arg, "--events")) return EXIT_USAGE;
+      snprintf(o->s.events, sizeof o->s.events, "%s", strcmp(arg, "none") ? arg : "");
       break;
-    case O_BACKEND: if (cli_backend_parse(optarg, &o->backend)) return 2; break;
-    case O_BLAS: o->blas_kernel = optarg; break;
-    case O_THREADS:
-      if (!cli_parse_int(optarg, &v) || v < 1 || v > 1024)
-        return cli_usage_error("--threads needs a count between 1 and 1024, not '%s'", optarg);
-      o->s.threads = (int)v;
-      break;
-    case O_CPU: snprintf(o->s.cpus, sizeof o->s.cpus, "%s", optarg); break;
+    case O_BACKEND: if (cli_backend_parse(arg, &o->backend)) return 2; break;
+    case O_CPU: snprintf(o->s.cpus, sizeof o->s.cpus, "%s", arg); break;
     case O_SEED:
-      if (!cli_parse_int(optarg, &v) || v < 0) return cli_usage_error("--seed needs a non-negative integer, not '%s'", optarg);
+      if (!cli_parse_int(arg, &v) || v < 0) return cli_usage_error("--seed needs a non-negative integer, not '%s'", arg);
       o->s.seed = (uint64_t)v;
       break;
-    case O_WARMUP: if (cli_parse_seconds("--warmup", optarg, &o->s.warmup)) return 2; break;
-    case O_MINTIME: if (cli_parse_seconds("--min-time", optarg, &o->s.min_time)) return 2; break;
-    case O_MAXTIME: if (cli_parse_seconds("--max-time", optarg, &o->s.max_time)) return 2; break;
-    case O_SAMPLE: if (cli_parse_seconds("--sample-time", optarg, &o->s.sample_time)) return 2; break;
     case O_RUNS:
-      if (!cli_parse_int(optarg, &v) || v < 1 || v > 1000000)
-        return cli_usage_error("--runs needs a count between 1 and 1000000, not '%s'", optarg);
+      if (!cli_parse_int(arg, &v) || v < 1 || v > 1000000)
+        return cli_usage_error("--runs needs a count between 1 and 1000000, not '%s'", arg);
       o->s.min_runs = o->s.max_runs = (int)v;
       o->s.min_time = 0;
       o->s.max_time = 1e9;
       break;
     case O_FORMAT: {
-      int f = opf_format_parse(optarg);
+      int f = opf_format_parse(arg);
       if (f != OPF_FMT_TABLE && f != OPF_FMT_CSV && f != OPF_FMT_JSON && f != OPF_FMT_MD && f != OPF_FMT_TRACE)
-        return cli_usage_error("sweep: unknown format '%s' (use table, csv, json, md or trace)", optarg);
+        return cli_usage_error("sweep: unknown format '%s' (use table, csv, json, md or trace)", arg);
       o->fmt = (opf_format)f;
       break;
     }
-    case 'o': o->output = optarg; break;
-    case O_PLOT: o->plot = optarg; break;
     case O_PLOT_METRIC:
-      if (strcmp(optarg, "ns-per-elem") && strcmp(optarg, "time") && strcmp(optarg, "gbps") &&
-          strcmp(optarg, "cycles-per-elem") && (strncmp(optarg, "misses:", 7) || !optarg[7]) &&
-          td_metric(optarg) < 0)
-        return cli_usage_error("--plot-metric must be ns-per-elem, time, gbps, cycles-per-elem, misses:EVENT or td:ret|td:bad|td:fe|td:be, not '%s'", optarg);
-      o->plot_metric = optarg;
+      if (strcmp(arg, "ns-per-elem") && strcmp(arg, "time") && strcmp(arg, "gbps") &&
+          strcmp(arg, "cycles-per-elem") && (strncmp(arg, "misses:", 7) || !arg[7]) &&
+          td_metric(arg) < 0)
+        return cli_usage_error("--plot-metric must be ns-per-elem, time, gbps, cycles-per-elem, misses:EVENT or td:ret|td:bad|td:fe|td:be, not '%s'", arg);
+      o->plot_metric = arg;
       break;
-    case ':': return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
-    default: return cli_usage_error("sweep: unknown option '%s' (see opperf sweep -h)", argv[optind - 1]);
+    default: return cli_usage_error("sweep: unhandled option");
     }
   }
+  if (ch == CLI_OPT_HELP_DONE) return -1;
+  if (ch < 0) return 2;
   if (o->s.max_time < o->s.min_time) o->s.max_time = o->s.min_time;
   if (nkind != 1) return cli_usage_error("sweep needs exactly one of --shapes, --vary or --aspect");
   if (optind + 1 != argc)
