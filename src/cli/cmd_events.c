@@ -9,38 +9,14 @@
 #include <string.h>
 
 #include "cli.h"
+#include "opts.h"
 #include "textable.h"
 
 enum { TYPE_SOFTWARE = 1 }; /* perf_event_attr.type of software events (kernel ABI) */
-#define PROBE_S 0.002       /* busy time each set is counted over */
-
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: opperf events [--all] [-e LIST] [EVENT|PRESET ...]\n"
-          "       opperf events --explain topdown [--pmu MODEL]\n\n"
-          "Shows which performance counters work on this machine: the PMUs libpfm4 detects,\n"
-          "the presets with their events, and for each preset or event (default: every\n"
-          "preset) whether it opens and counts here, over a %.0f ms busy loop on this thread,\n"
-          "with errno and the plain reason when it does not (no PMU driver, paranoid level,\n"
-          "seccomp, fd limit, not supported by this CPU), libpfm4's fully qualified name and\n"
-          "perf_event_attr type:config. The last line is the verdict on hardware counters.\n\n"
-          "  --all      also list every event libpfm4 knows for the detected PMUs\n"
-          "  -e, --events LIST\n"
-          "             probe LIST as ONE set, exactly as `opperf run --events LIST` opens it\n"
-          "             (same groups, splits and statuses); names given without -e are\n"
-          "             probed one set each\n"
-          "  EVENT      a libpfm4 or perf(1) name: cycles, perf::PERF_COUNT_HW_CACHE_MISSES,\n"
-          "             L1-dcache-load-misses, r003c, skx::UOPS_ISSUED:ANY\n"
-          "  PRESET     sw, core, cache, tlb, branch, topdown\n"
-          "  --explain topdown [--pmu MODEL]\n"
-          "             the top-down events, encodings and formulas for MODEL (a libpfm4\n"
-          "             core PMU name: skl, skx, clx, icl, icx, spr, amd64_fam19h_zen4,\n"
-          "             amd64_fam1ah_zen5, arm_v1, ...; default: this machine's), whether or\n"
-          "             not this machine is one\n\n"
-          "Environment: OPPERF_NO_RDPMC=1 never reads counters with rdpmc; OPPERF_RDPMC=1 uses\n"
-          "it wherever the kernel allows (default: only where it is faster than read()).\n",
-          PROBE_S * 1e3);
-}
+#define PROBE_MS 2                /* busy time each set is counted over */
+#define PROBE_S (PROBE_MS / 1e3)
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 /* Work for the probe: strided loads over 4 MiB and data-dependent branches, so cache, TLB
  * and branch-miss events have something to count. */
@@ -255,31 +231,45 @@ static void verdict(const tally *ty) {
            "callgrind still works\n", why, tc.reason);
 }
 
+typedef struct events_opts {
+  int all;
+  const char *run_set, *explain, *explain_pmu;
+} events_opts;
+
+#define M(f) offsetof(events_opts, f)
+static const cli_opt events_table[] = {
+    {"all", 'a', NULL, CLI_O_FLAG, M(all), 1, 0, "also list every event libpfm4 knows for the detected PMUs"},
+    {"events", 'e', "LIST", CLI_O_LIST, M(run_set), 0, 0, "probe LIST as ONE set, exactly as `opperf run --events LIST` opens it\n(same groups, splits and statuses); names given without -e are\nprobed one set each"},
+    {NULL, 0, NULL, CLI_O_TEXT, 0, 0, 0, "  EVENT                a libpfm4 or perf(1) name: cycles, perf::PERF_COUNT_HW_CACHE_MISSES,\n                       L1-dcache-load-misses, r003c, skx::UOPS_ISSUED:ANY\n  PRESET               sw, core, cache, tlb, branch, topdown"},
+    {"explain", 256, "topdown", CLI_O_STR, M(explain), 0, 0, "the top-down events, encodings and formulas for MODEL (--pmu)\nwhether or not this machine is one"},
+    {"pmu", 257, "MODEL", CLI_O_STR, M(explain_pmu), 0, 0, "with --explain: a libpfm4 core PMU name: skl, skx, clx, icl, icx,\nspr, amd64_fam19h_zen4, amd64_fam1ah_zen5, arm_v1, ... (default:\nthis machine's)"},
+    {"help", 'h', NULL, CLI_O_HELP, 0, 0, 0, "this text"},
+};
+#undef M
+
+static const cli_cmd_opts events_cmd = {
+    "events",
+    "usage: opperf events [--all] [-e LIST] [EVENT|PRESET ...]\n"
+    "       opperf events --explain topdown [--pmu MODEL]",
+    "Shows which performance counters work on this machine: the PMUs libpfm4 detects,\n"
+    "the presets with their events, and for each preset or event (default: every\n"
+    "preset) whether it opens and counts here, over a " STR(PROBE_MS) " ms busy loop on this thread,\n"
+    "with errno and the plain reason when it does not (no PMU driver, paranoid level,\n"
+    "seccomp, fd limit, not supported by this CPU), libpfm4's fully qualified name and\n"
+    "perf_event_attr type:config. The last line is the verdict on hardware counters.",
+    events_table, (int)(sizeof events_table / sizeof events_table[0]),
+    "\nEnvironment: OPPERF_NO_RDPMC=1 never reads counters with rdpmc; OPPERF_RDPMC=1 uses\n"
+    "it wherever the kernel allows (default: only where it is faster than read()).\n"};
+
 int cmd_events(int argc, char **argv) {
-  int all = 0;
-  static const struct option opts[] = {
-      {"all", no_argument, 0, 'a'}, {"events", required_argument, 0, 'e'},
-      {"explain", required_argument, 0, 'x'}, {"pmu", required_argument, 0, 'p'},
-      {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-  const char *run_set = NULL, *explain = NULL, *explain_pmu = NULL;
-  int ch;
+  events_opts eo = {0};
+  const char *arg;
   optind = 1;
-  opterr = 0;
-  while ((ch = getopt_long(argc, argv, "+ahe:", opts, NULL)) != -1) {
-    switch (ch) {
-    case 'a': all = 1; break;
-    case 'e':
-      if (cli_check_list(optarg, "--events") != 0) return EXIT_USAGE;
-      run_set = optarg;
-      break;
-    case 'x': explain = optarg; break;
-    case 'p': explain_pmu = optarg; break;
-    case 'h': usage(stdout); return EXIT_OK;
-    default:
-      return cli_usage_error("events: unknown option '%s' (see opperf events -h)",
-                             argv[optind - 1]);
-    }
-  }
+  int ch = cli_opts_next(&events_cmd, argc, argv, &eo, &arg);
+  if (ch == CLI_OPT_HELP_DONE) return EXIT_OK;
+  if (ch != 0) return EXIT_USAGE; /* no custom rows: anything else is an error, printed */
+  int all = eo.all;
+  const char *run_set = eo.run_set, *explain = eo.explain, *explain_pmu = eo.explain_pmu;
   if (explain_pmu && !explain) return cli_usage_error("events: --pmu goes with --explain topdown");
   if (explain) {
     if (optind < argc || run_set || all)
