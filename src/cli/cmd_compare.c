@@ -10,30 +10,10 @@
 #include <string.h>
 
 #include "cli.h"
+#include "opts.h"
 #include "opperf/compare.h"
 #include "opperf/harness.h" /* OPF_MAX_REPS */
 #include "textable.h"
-
-static void usage(void) {
-  printf("usage: opperf compare [options] BASE.json NEW.json\n"
-         "       opperf compare --paired B1.json,B2.json,... N1.json,N2.json,...\n\n"
-         "Matches the cases of two JSON reports (operator, implementation, shapes, params,\n"
-         "dtype, pass) and reports the change of a metric with a Mann-Whitney U test on the raw\n"
-         "samples. Exits 1 when a case regressed beyond the threshold with significance (or\n"
-         "failed in NEW), 0 otherwise, 2 on bad input or incomparable runs.\n\n"
-         "options:\n"
-         "  --metric M        time (default), instructions, cycles, or a counter name\n"
-         "  --threshold T     smallest change that counts, e.g. 5%% or 0.05 (default 5%%)\n"
-         "  --alpha A         significance level of the U test (default 0.05)\n"
-         "  --force           compare runs from different CPUs, thread counts or cache modes\n"
-         "  --all             list every case (default: only those not unchanged)\n"
-         "  --paired          two builds measured in alternating rounds (B1 N1, N2 B2, ...):\n"
-         "                    each case's change is the geometric mean of its round ratios\n"
-         "                    with a 95%% interval; regressed when beyond the threshold and\n"
-         "                    the interval excludes no change\n"
-         "  --format F        table (default), md or json\n"
-         "  -o FILE           write the report to FILE (atomically)\n");
-}
 
 static void fmt_metric(const char *metric, double v, char *b, size_t n) {
   if (isnan(v)) snprintf(b, n, "-");
@@ -182,43 +162,54 @@ int cli_compare_print(const char *base, const char *cur, const opf_cmp_opts *o, 
   return regressed ? EXIT_FAILED : EXIT_OK;
 }
 
+typedef struct compare_cli {
+  opf_cmp_opts o;
+  const char *fmt, *out;
+  int all;
+} compare_cli;
+
+#define M(f) offsetof(compare_cli, f)
+static const cli_opt compare_table[] = {
+    {NULL, 0, NULL, CLI_O_TEXT, 0, 0, 0, "options:"},
+    {"metric", 256, "M", CLI_O_STR, M(o.metric), 0, 0, "time (default), instructions, cycles, or a counter name"},
+    {"threshold", 257, "T", CLI_O_FRACTION, M(o.threshold), 0, 0, "smallest change that counts, e.g. 5% or 0.05 (default 5%)"},
+    {"alpha", 258, "A", CLI_O_CUSTOM, 0, 0, 0, "significance level of the U test (default 0.05)"},
+    {"force", 259, NULL, CLI_O_FLAG, M(o.force), 1, 0, "compare runs from different CPUs, thread counts or cache modes"},
+    {"all", 260, NULL, CLI_O_FLAG, M(all), 1, 0, "list every case (default: only those not unchanged)"},
+    {"paired", 261, NULL, CLI_O_FLAG, M(o.paired), 1, 0, "two builds measured in alternating rounds (B1 N1, N2 B2, ...):\neach case's change is the geometric mean of its round ratios\nwith a 95% interval; regressed when beyond the threshold and\nthe interval excludes no change"},
+    {"format", 262, "F", CLI_O_CUSTOM, 0, 0, 0, "table (default), md or json"},
+    {"output", 'o', "FILE", CLI_O_STR, M(out), 0, 0, "write the report to FILE (atomically)"},
+    {"help", 'h', NULL, CLI_O_HELP, 0, 0, 0, "this text"},
+};
+#undef M
+
+static const cli_cmd_opts compare_cmd = {
+    "compare",
+    "usage: opperf compare [options] BASE.json NEW.json\n"
+    "       opperf compare --paired B1.json,B2.json,... N1.json,N2.json,...",
+    "Matches the cases of two JSON reports (operator, implementation, shapes, params,\n"
+    "dtype, pass) and reports the change of a metric with a Mann-Whitney U test on the raw\n"
+    "samples. Exits 1 when a case regressed beyond the threshold with significance (or\n"
+    "failed in NEW), 0 otherwise, 2 on bad input or incomparable runs.",
+    compare_table, (int)(sizeof compare_table / sizeof compare_table[0]), ""};
+
 int cmd_compare(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"metric", required_argument, 0, 'm'}, {"threshold", required_argument, 0, 't'},
-      {"alpha", required_argument, 0, 'a'},  {"force", no_argument, 0, 'f'},
-      {"all", no_argument, 0, 'A'},          {"format", required_argument, 0, 'F'},
-      {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'},
-      {"paired", no_argument, 0, 'P'},       {0, 0, 0, 0}};
-  opf_cmp_opts o = {.metric = "time", .threshold = 0.05, .alpha = 0.05};
-  const char *fmt = "table", *out = NULL;
-  int all = 0, ch;
+  compare_cli c = {.o = {.metric = "time", .threshold = 0.05, .alpha = 0.05}, .fmt = "table"};
+  const char *arg;
+  int ch;
   optind = 1;
-  opterr = 0;
-  while ((ch = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
-    switch (ch) {
-    case 'h': usage(); return EXIT_OK;
-    case 'm': o.metric = optarg; break;
-    case 't':
-      if (!cli_parse_fraction(optarg, &o.threshold))
-        return cli_usage_error("--threshold needs a change such as 5%% or 0.05, not '%s'", optarg);
-      break;
-    case 'a':
-      if (!cli_parse_double(optarg, &o.alpha) || !(o.alpha > 0 && o.alpha < 1))
-        return cli_usage_error("--alpha needs a level in (0, 1), not '%s'", optarg);
-      break;
-    case 'f': o.force = 1; break;
-    case 'A': all = 1; break;
-    case 'P': o.paired = 1; break;
-    case 'F':
-      if (strcmp(optarg, "table") && strcmp(optarg, "md") && strcmp(optarg, "json"))
-        return cli_usage_error("compare: unknown format '%s' (use table, md or json)", optarg);
-      fmt = optarg;
-      break;
-    case 'o': out = optarg; break;
-    case ':': return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
-    default: return cli_usage_error("compare: unknown option '%s' (see opperf compare -h)", argv[optind - 1]);
+  while ((ch = cli_opts_next(&compare_cmd, argc, argv, &c, &arg)) > 0) {
+    if (ch == 258) {
+      if (!cli_parse_double(arg, &c.o.alpha) || !(c.o.alpha > 0 && c.o.alpha < 1))
+        return cli_usage_error("--alpha needs a level in (0, 1), not '%s'", arg);
+    } else { /* --format */
+      if (strcmp(arg, "table") && strcmp(arg, "md") && strcmp(arg, "json"))
+        return cli_usage_error("compare: unknown format '%s' (use table, md or json)", arg);
+      c.fmt = arg;
     }
   }
+  if (ch == CLI_OPT_HELP_DONE) return EXIT_OK;
+  if (ch < 0) return EXIT_USAGE;
   if (argc - optind != 2) return cli_usage_error("compare: expected two reports (opperf compare BASE.json NEW.json)");
-  return cli_compare_print(argv[optind], argv[optind + 1], &o, all, fmt, out);
+  return cli_compare_print(argv[optind], argv[optind + 1], &c.o, c.all, c.fmt, c.out);
 }

@@ -4,32 +4,33 @@
 #include <string.h>
 
 #include "cli.h"
+#include "opts.h"
 
 static const char *ptype(opf_param_type t) {
   static const char *n[] = {"int", "float", "bool", "enum", "axis", "list"};
   return (unsigned)t <= OPF_P_LIST ? n[t] : "?";
 }
 
+static const cli_opt describe_table[] = {
+    {"plugin", 256, "LIB.so", CLI_O_CUSTOM, 0, 0, 0, "load a plugin first, so OP may be one of its operators (repeatable)"},
+    {"help", 'h', NULL, CLI_O_HELP, 0, 0, 0, "this text"},
+};
+
+static const cli_cmd_opts describe_cmd = {
+    "describe", "usage: opperf describe [--plugin LIB.so] OP",
+    "Shows an operator's inputs, outputs, params, default shape sets, passes and implementations.",
+    describe_table, (int)(sizeof describe_table / sizeof describe_table[0]), ""};
+
 int cmd_describe(int argc, char **argv) {
-  if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-    printf("usage: opperf describe [--plugin LIB.so] OP\n\nShows an operator's inputs, outputs, "
-           "params, default shape sets, passes and implementations.\n");
-    return EXIT_OK;
-  }
-  const char *name = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--plugin") && i + 1 < argc) {
-      if (cli_plugin_load(argv[++i])) return EXIT_USAGE;
-    } else if (!strncmp(argv[i], "--plugin=", 9)) {
-      if (cli_plugin_load(argv[i] + 9)) return EXIT_USAGE;
-    } else if (argv[i][0] == '-') {
-      return cli_usage_error("describe: unknown option '%s'", argv[i]);
-    } else if (name) {
-      return cli_usage_error("describe: expected one operator name (opperf describe OP)");
-    } else {
-      name = argv[i];
-    }
-  }
+  const char *arg;
+  int ch;
+  optind = 1;
+  while ((ch = cli_opts_next(&describe_cmd, argc, argv, NULL, &arg)) > 0)
+    if (cli_plugin_load(arg)) return EXIT_USAGE;
+  if (ch == CLI_OPT_HELP_DONE) return EXIT_OK;
+  if (ch < 0) return EXIT_USAGE;
+  if (argc - optind > 1) return cli_usage_error("describe: expected one operator name (opperf describe OP)");
+  const char *name = optind < argc ? argv[optind] : NULL;
   if (!name) return cli_usage_error("describe: expected one operator name (opperf describe OP)");
   const opf_op *op = opf_op_find(name);
   if (!op) return cli_unknown_op(name);

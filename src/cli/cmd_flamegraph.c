@@ -7,50 +7,42 @@
 #include <string.h>
 
 #include "cli.h"
+#include "opts.h"
 #include "opperf/flamegraph.h"
 
-static void usage(void) {
-  printf("usage: opperf flamegraph [options] [FILE]\n\n"
-         "Turns `perf script` output (FILE, or standard input when FILE is - or absent) into\n"
-         "an interactive SVG flame graph: hover a frame for its samples, click to zoom, Search.\n"
-         "scripts/opperf-flamegraph OP [run options] records and draws in one step.\n\n"
-         "  -o FILE.svg          write the flame graph here (default: standard output, unless\n"
-         "                       only --fold-out is asked for)\n"
-         "  --folded             FILE holds folded stacks (\"a;b;c COUNT\" lines), not perf script\n"
-         "  --fold-out FILE      also write the folded stacks (for other renderers)\n"
-         "  --title TEXT         the graph's title (default: Flame graph)\n"
-         "  --width PX           width in pixels (default 1200)\n");
-}
+typedef struct flame_opts {
+  const char *out, *fold_out, *title;
+  int folded, width;
+} flame_opts;
+
+#define M(f) offsetof(flame_opts, f)
+static const cli_opt flame_table[] = {
+    {"output", 'o', "FILE.svg", CLI_O_STR, M(out), 0, 0, "write the flame graph here (default: standard output, unless\nonly --fold-out is asked for)"},
+    {"folded", 256, NULL, CLI_O_FLAG, M(folded), 1, 0, "FILE holds folded stacks (\"a;b;c COUNT\" lines), not perf script"},
+    {"fold-out", 257, "FILE", CLI_O_STR, M(fold_out), 0, 0, "also write the folded stacks (for other renderers)"},
+    {"title", 258, "TEXT", CLI_O_STR, M(title), 0, 0, "the graph's title (default: Flame graph)"},
+    {"width", 259, "PX", CLI_O_INT, M(width), 200, 100000, "width in pixels (default 1200)"},
+    {"help", 'h', NULL, CLI_O_HELP, 0, 0, 0, "this text"},
+};
+#undef M
+
+static const cli_cmd_opts flame_cmd = {
+    "flamegraph", "usage: opperf flamegraph [options] [FILE]",
+    "Turns `perf script` output (FILE, or standard input when FILE is - or absent) into\n"
+    "an interactive SVG flame graph: hover a frame for its samples, click to zoom, Search.\n"
+    "scripts/opperf-flamegraph OP [run options] records and draws in one step.",
+    flame_table, (int)(sizeof flame_table / sizeof flame_table[0]), ""};
 
 int cmd_flamegraph(int argc, char **argv) {
-  enum { O_FOLDED = 256, O_FOLD_OUT, O_TITLE, O_WIDTH };
-  static const struct option opts[] = {{"folded", no_argument, 0, O_FOLDED},
-                                       {"fold-out", required_argument, 0, O_FOLD_OUT},
-                                       {"title", required_argument, 0, O_TITLE},
-                                       {"width", required_argument, 0, O_WIDTH},
-                                       {"output", required_argument, 0, 'o'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
-  const char *out = NULL, *fold_out = NULL, *title = "Flame graph";
-  int folded = 0, ch;
-  long long width = 1200;
+  flame_opts fo = {.title = "Flame graph", .width = 1200};
+  const char *arg;
   optind = 1;
-  opterr = 0;
-  while ((ch = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
-    switch (ch) {
-    case 'h': usage(); return EXIT_OK;
-    case 'o': out = optarg; break;
-    case O_FOLDED: folded = 1; break;
-    case O_FOLD_OUT: fold_out = optarg; break;
-    case O_TITLE: title = optarg; break;
-    case O_WIDTH:
-      if (!cli_parse_int(optarg, &width) || width < 200 || width > 100000)
-        return cli_usage_error("--width takes a number of pixels from 200 to 100000, not '%s'", optarg);
-      break;
-    case ':': return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
-    default: return cli_usage_error("unknown option '%s' (see opperf flamegraph -h)", argv[optind - 1]);
-    }
-  }
+  int ch = cli_opts_next(&flame_cmd, argc, argv, &fo, &arg);
+  if (ch == CLI_OPT_HELP_DONE) return EXIT_OK;
+  if (ch != 0) return EXIT_USAGE; /* no custom rows: an error, printed */
+  const char *out = fo.out, *fold_out = fo.fold_out, *title = fo.title;
+  int folded = fo.folded;
+  long long width = fo.width;
   if (argc - optind > 1) return cli_usage_error("flamegraph takes one input file, not %d", argc - optind);
   const char *in_path = optind < argc ? argv[optind] : "-";
   FILE *in = strcmp(in_path, "-") ? fopen(in_path, "r") : stdin;

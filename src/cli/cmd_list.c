@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "opts.h"
 #include "textable.h"
 
 static void dtypes_str(unsigned mask, char *buf, size_t n) {
@@ -15,28 +16,30 @@ static void dtypes_str(unsigned mask, char *buf, size_t n) {
       off += snprintf(buf + off, n - off, "%s%s", off ? "," : "", opf_dtype_name((opf_dtype)d));
 }
 
+typedef struct list_opts {
+  const char *category;
+} list_opts;
+
+static const cli_opt list_table[] = {
+    {"category", 'c', "C", CLI_O_STR, offsetof(list_opts, category), 0, 0, "a category (\"reduction\") or a prefix of one (\"nn\" matches\nnn.conv, nn.pool, ...)"},
+    {"plugin", 256, "LIB.so", CLI_O_CUSTOM, 0, 0, 0, "add a plugin's operators (repeatable)"},
+    {"help", 'h', NULL, CLI_O_HELP, 0, 0, 0, "this text"},
+};
+
+static const cli_cmd_opts list_cmd = {"list", "usage: opperf list [--category C] [--plugin LIB.so]",
+                                      "Lists the operators opperf ships.", list_table,
+                                      (int)(sizeof list_table / sizeof list_table[0]), ""};
+
 int cmd_list(int argc, char **argv) {
-  const char *category = NULL;
-  static const struct option opts[] = {{"category", required_argument, 0, 'c'},
-                                       {"plugin", required_argument, 0, 'p'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
+  list_opts lo = {0};
+  const char *arg;
   int ch;
   optind = 1;
-  opterr = 0;
-  while ((ch = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
-    switch (ch) {
-    case 'c': category = optarg; break;
-    case 'p': if (cli_plugin_load(optarg)) return EXIT_USAGE; break;
-    case 'h':
-      printf("usage: opperf list [--category C] [--plugin LIB.so]\n\n"
-             "Lists the operators opperf ships. --category takes a category (\"reduction\") or\n"
-             "a prefix of one (\"nn\" matches nn.conv, nn.pool, ...). --plugin adds a plugin's\n"
-             "operators (repeatable).\n");
-      return EXIT_OK;
-    default: return cli_usage_error("list: unknown option '%s' (see opperf list -h)", argv[optind - 1]);
-    }
-  }
+  while ((ch = cli_opts_next(&list_cmd, argc, argv, &lo, &arg)) > 0)
+    if (cli_plugin_load(arg)) return EXIT_USAGE;
+  if (ch == CLI_OPT_HELP_DONE) return EXIT_OK;
+  if (ch < 0) return EXIT_USAGE;
+  const char *category = lo.category;
   if (optind < argc) return cli_usage_error("list: unexpected argument '%s'", argv[optind]);
   opf_textable *t = opf_textable_new(5);
   if (!t) return cli_usage_error("out of memory");
