@@ -17,6 +17,7 @@
 #include "isolate.h" /* --isolate, --timeout */
 #include "peer.h"    /* --baseline torch|numpy, --check */
 #include "profile_cli.h" /* --profile */
+#include "store_cli.h"   /* --store, --shard */
 #include "opperf/compare.h"
 #include "cli.h"
 
@@ -61,6 +62,7 @@ typedef struct run_opts {
   int peer_lib, peer_check; /* --baseline torch|numpy (-1: none), --check */
   cli_profile prof;       /* --profile, --profile-*: src/cli/profile_cli.c */
   const char *blas_kernel; /* --blas-kernel auto|native|NAME (NULL: $OPPERF_BLAS_KERNEL) */
+  cli_store store;        /* --store, --shard: src/cli/store_cli.c */
 } run_opts;
 
 static void usage(void) {
@@ -120,6 +122,7 @@ static void usage(void) {
       "  -o FILE              write the (non-table) report to FILE, atomically\n"
       "  --save-tensors DIR   write each case's inputs and outputs as .npy files into DIR\n"
       CLI_PROFILE_USAGE
+      CLI_STORE_USAGE
       "isolation:\n"
       "  --isolate            run each case in its own process: a crash or hang becomes a\n"
       "                       result (crashed/timeout) and the run goes on (default when\n"
@@ -280,6 +283,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
          O_DRY, O_BACKEND, O_RANDOM, O_SAVE, O_SAVE_BASE, O_CMP_BASE, O_BASE_DIR, O_THRESH,
          O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_CHILD_CASE, O_CHILD_FD, O_IMPL, O_REPS, O_METRIC,
          O_PERF_CTL, O_PEER, O_PLUGIN, O_CHECK, O_BLAS,
+         O_STORE, O_STORE_LAST = O_STORE + CLI_STORE_NOPTS - 1,
          O_PROFILE, O_PROFILE_LAST = O_PROFILE + CLI_PROFILE_NOPTS - 1 };
   static const struct option opts[] = {
       {"shapes", required_argument, 0, O_SHAPES}, {"input", required_argument, 0, O_INPUT},
@@ -304,7 +308,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       {"verbose", no_argument, 0, 'v'}, {"perf-control", required_argument, 0, O_PERF_CTL},
       {"baseline", required_argument, 0, O_PEER}, {"check", no_argument, 0, O_CHECK},
       {"plugin", required_argument, 0, O_PLUGIN}, {"blas-kernel", required_argument, 0, O_BLAS},
-      CLI_PROFILE_OPTIONS(O_PROFILE), {0, 0, 0, 0}};
+      CLI_PROFILE_OPTIONS(O_PROFILE), CLI_STORE_OPTIONS(O_STORE), {0, 0, 0, 0}};
   opf_settings_default(&o->s);
   o->threshold = 0.05;
   o->isolate = -1;
@@ -326,6 +330,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     case 'v': o->verbose = 1; break;
     case O_PERF_CTL: o->perf_ctl = optarg; break;
     case O_PROFILE ... O_PROFILE_LAST: if (cli_profile_arg(&o->prof, ch - O_PROFILE, optarg)) return 2; break;
+    case O_STORE ... O_STORE_LAST: cli_store_arg(&o->store, ch - O_STORE, optarg); break;
     case O_SHAPES: o->sets = optarg; break;
     case O_INPUT:
     case O_PARAM: {
@@ -697,6 +702,11 @@ int cmd_run(int argc, char **argv) {
   free(ops);
   if (!rc && !cl.n)
     rc = cli_usage_error("nothing to run: no case of the selected operators is in shape sets '%s'", o.sets);
+  if (!rc) rc = cli_store_shard(&o.store); /* --shard: this shard's cases only */
+  int kept = 0;
+  for (int i = 0; !rc && i < cl.n; i++)
+    if (cli_store_owns(&o.store, &cl.v[i].c)) cl.v[kept++] = cl.v[i];
+  if (!rc) cl.n = kept;
   if (rc) {
     free(cl.v);
     return EXIT_USAGE;
@@ -732,6 +742,12 @@ int cmd_run(int argc, char **argv) {
     return rc;
   }
   rc = 0;
+  /* --store: checked (created, migrated) now; the run's JSON report goes to it at the end */
+  if (o.child_case < 0 && (cli_store_setup(&o.store) ||
+                           (o.store.json_fmt[0] && add_format(&o, o.store.json_fmt)))) {
+    free(cl.v);
+    return EXIT_USAGE;
+  }
 
   opf_err e;
   opf_pmu *pmu = NULL;
@@ -847,13 +863,14 @@ int cmd_run(int argc, char **argv) {
   }
   if (!rc) cli_progress_finish(&prog, paths, o.n_out);
   for (int i = 0; i < o.n_out; i++) free(paths[i]);
+  int store_rc = cli_store_finish(&o.store, !rc);
   int prof_rc = cli_profile_finish(&o.prof, !rc); /* --profile-folded FILE */
   opf_pmu_free(pmu);
   free(ctx);
   free(cl.v);
   cli_peer_free(peer);
   if (rc) return cli_usage_error("%s", e.msg[0] ? e.msg : "cannot write the report");
-  if (prof_rc) return EXIT_USAGE;
+  if (prof_rc || store_rc) return EXIT_USAGE;
   int gate = EXIT_OK;
   if (o.compare_baseline) {
     opf_cmp_opts co = {.metric = o.metric, .threshold = o.threshold, .alpha = 0.05};

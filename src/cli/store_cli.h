@@ -1,0 +1,51 @@
+/* store_cli.h (CLI): `opperf run --store URL` and `--shard K/N` glue: the options, resolving the
+ * shard (also from GTEST_* and JOB_COMPLETION_INDEX), keeping only this shard's cases, checking
+ * the store before measuring, and adding the run's JSON report to it at the end (src/store.c).
+ * Also the file reading shared by `opperf history --import` and `opperf merge`. */
+#ifndef OPPERF_CLI_STORE_H
+#define OPPERF_CLI_STORE_H
+
+#include <getopt.h>
+
+#include "cli.h"
+#include "opperf/shard.h"
+
+typedef struct cli_store {
+  const char *url;        /* --store */
+  const char *shard_opt;  /* --shard K/N */
+  const char *shards;     /* --shards N (with JOB_COMPLETION_INDEX) */
+  opf_shard shard;
+  char json_fmt[4200];    /* "json=TMP" : the report the store reads */
+} cli_store;
+
+#define CLI_STORE_NOPTS 3
+#define CLI_STORE_OPTIONS(base)                                                               \
+  {"store", required_argument, 0, (base)}, {"shard", required_argument, 0, (base) + 1},      \
+      {"shards", required_argument, 0, (base) + 2}
+#define CLI_STORE_USAGE                                                                        \
+  "results store and shards (see opperf(1) RESULTS STORE, opperf history):\n"               \
+  "  --store URL          also add this run to a results store: an SQLite file, or\n"        \
+  "                       postgresql://... (one transaction per run)\n"                      \
+  "  --shard K/N          run only shard K (0 .. N-1) of the cases, split by case key\n"     \
+  "                       (default: GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS when set)\n"        \
+  "  --shards N           N shards, this one JOB_COMPLETION_INDEX (Kubernetes Indexed\n"     \
+  "                       Jobs; also OPPERF_SHARDS)\n"
+/* Option `which` (0 .. CLI_STORE_NOPTS - 1). */
+void cli_store_arg(cli_store *s, int which, const char *arg);
+/* Resolve the shard from the options and the environment (--shard, GTEST_*, --shards or
+ * OPPERF_SHARDS with JOB_COMPLETION_INDEX). Prints the error and returns 2, else 0. */
+int cli_store_shard(cli_store *s);
+/* When a store is asked for: open it once (creating or migrating it) so a bad URL fails before
+ * anything is measured, and prepare the temporary JSON report the store will read (s->json_fmt,
+ * for the caller to add as a --format item). Prints the error and returns 2, else 0. */
+int cli_store_setup(cli_store *s);
+/* Does this shard own the case (always when not sharded)? */
+int cli_store_owns(const cli_store *s, const opf_case *c);
+/* After the reports were written (ok: the run succeeded): add the JSON report to the store and
+ * remove it. On failure the report is kept and named. Returns 0, or prints and returns 2. */
+int cli_store_finish(cli_store *s, int ok);
+
+/* The whole file, NUL-terminated (NULL and errno set when unreadable). */
+char *cli_read_text(const char *path);
+
+#endif
