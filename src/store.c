@@ -437,19 +437,57 @@ static int cmp_ref(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* A glob of '*' and '?' only as a LIKE pattern (escape '\\'), so the database narrows the rows
+ * first (fnmatch still decides: SQLite's LIKE ignores case). 0 when the glob has classes. */
+static int glob_to_like(const char *g, char *buf, size_t n) {
+  size_t o = 0;
+  for (; *g && o + 3 < n; g++) {
+    if (*g == '[' || *g == '\\') return 0;
+    if (*g == '*') buf[o++] = '%';
+    else if (*g == '?') buf[o++] = '_';
+    else {
+      if (*g == '%' || *g == '_') buf[o++] = '\\';
+      buf[o++] = *g;
+    }
+  }
+  if (*g) return 0;
+  buf[o] = '\0';
+  return 1;
+}
+
+/* " WHERE ..." for the machine and the selector over records r and runs u, with its params. */
+static void series_where(const char *selector, const char *machine, char *like, size_t nlike,
+                         char *sql, size_t n, const char **p, int *np) {
+  *np = 0;
+  sql[0] = '\0';
+  if (machine) {
+    snprintf(sql, n, " WHERE u.machine = ?");
+    p[(*np)++] = machine;
+  }
+  if (selector && glob_to_like(selector, like, nlike)) {
+    size_t l = strlen(sql);
+    snprintf(sql + l, n - l, "%s (r.case_key LIKE ? ESCAPE '\\' OR r.op LIKE ? ESCAPE '\\')",
+             *np ? " AND" : " WHERE");
+    p[(*np)++] = like;
+    p[(*np)++] = like;
+  }
+}
+
 int opf_store_series_load(opf_store *st, const char *selector, const char *machine,
                           int all_machines, opf_store_series **out, int *n_out, opf_err *err) {
   *out = NULL;
   *n_out = 0;
-  char sql[1024];
+  char sql[1024], where[256], like[700];
+  const char *p[3];
+  int np;
+  series_where(selector, machine, like, sizeof like, where, sizeof where, p, &np);
   snprintf(sql, sizeof sql,
            "SELECT r.id, r.run_id, u.started, u.git_hash, u.machine, r.case_key, r.op, r.status,"
            " r.median, r.ci_lo, r.ci_hi, r.n_samples FROM records r JOIN runs u ON u.id = r.run_id"
            "%s ORDER BY r.case_key, %su.started, u.id",
-           machine ? " WHERE u.machine = ?" : "", all_machines ? "" : "u.machine, ");
-  const char *p[1] = {machine};
+           where, all_machines ? "" : "u.machine, ");
   store_res r = {0}, c = {0};
-  int rc = st->ops->exec(st, sql, machine ? 1 : 0, p, &r, err);
+  int rc = st->ops->exec(st, sql, np, p, &r, err);
   if (rc) return rc;
   opf_store_series *s = calloc((size_t)r.nrows + 1, sizeof *s);
   rec_ref *refs = calloc((size_t)r.nrows + 1, sizeof *refs);
@@ -490,8 +528,8 @@ int opf_store_series_load(opf_store *st, const char *selector, const char *machi
              "SELECT c.record_id, c.name, c.status, c.reason, c.per_call FROM counters c"
              " JOIN records r ON r.id = c.record_id JOIN runs u ON u.id = r.run_id%s"
              " ORDER BY c.record_id, c.pos",
-             machine ? " WHERE u.machine = ?" : "");
-    rc = st->ops->exec(st, sql, machine ? 1 : 0, p, &c, err);
+             where);
+    rc = st->ops->exec(st, sql, np, p, &c, err);
   }
   if (!rc && nref) {
     qsort(refs, (size_t)nref, sizeof *refs, cmp_ref);
@@ -574,65 +612,80 @@ static void moved_counters(opf_store_change *ch, opf_store_point *const *pts, in
   }
 }
 
-int opf_store_changes(opf_store *st, const char *selector, const char *machine, int all_machines,
-                      const opf_cp_opts *o, opf_store_change **out, int *n_out, opf_err *err) {
+int opf_store_series_changes(const opf_store_series *s, const opf_cp_opts *o,
+                             opf_store_change **out, int *n_out, opf_err *err) {
   *out = NULL;
   *n_out = 0;
-  opf_store_series *s;
-  int ns, rc = opf_store_series_load(st, selector, machine, all_machines, &s, &ns, err);
-  if (rc) return rc;
   double min_change = o && o->min_change >= 0 ? o->min_change : 0.05;
-  int cap = 16, n = 0;
-  opf_store_change *ch = malloc(sizeof *ch * (size_t)cap);
-  if (!ch) rc = opf_err_set(err, OPF_ENOMEM, "out of memory");
-  for (int i = 0; !rc && i < ns; i++) {
-    int m = s[i].n;
-    opf_store_point **pts = malloc(sizeof *pts * (size_t)(m + 1));
-    double *x = malloc(sizeof *x * (size_t)(3 * m + 1));
-    opf_cp_change *cp = malloc(sizeof *cp * (size_t)(m + 1));
-    if (!pts || !x || !cp) rc = opf_err_set(err, OPF_ENOMEM, "out of memory");
-    int k = 0, ncp = 0;
-    for (int j = 0; !rc && j < m; j++)
-      if (!strcmp(s[i].p[j].status, "ok") && s[i].p[j].median > 0) pts[k++] = &s[i].p[j];
-    for (int j = 0; !rc && j < k; j++) {
-      x[j] = pts[j]->median;
-      x[k + j] = pts[j]->ci_lo;
-      x[2 * k + j] = pts[j]->ci_hi;
-    }
-    if (!rc) rc = opf_changepoints(x, x + k, x + 2 * k, k, o, cp, m, &ncp, err);
-    for (int j = 0; !rc && j < ncp; j++) {
-      if (n == cap) {
-        opf_store_change *g = realloc(ch, sizeof *ch * (size_t)(cap *= 2));
-        if (!g) {
-          rc = opf_err_set(err, OPF_ENOMEM, "out of memory");
-          break;
-        }
-        ch = g;
-      }
-      opf_store_change *c = &ch[n++];
-      memset(c, 0, sizeof *c);
-      const opf_store_point *at = pts[cp[j].index];
-      copy(c->key, sizeof c->key, s[i].key);
-      copy(c->machine, sizeof c->machine, s[i].machine);
-      c->run_id = at->run_id;
-      copy(c->started, sizeof c->started, at->started);
-      copy(c->git_hash, sizeof c->git_hash, at->git_hash);
-      c->index = cp[j].index;
-      c->n_points = k;
-      c->before = cp[j].before;
-      c->after = cp[j].after;
-      c->change = cp[j].change;
-      int a = j ? cp[j - 1].index : 0, b = j + 1 < ncp ? cp[j + 1].index : k;
-      moved_counters(c, pts, a, cp[j].index, b, min_change);
-    }
-    free(pts), free(x), free(cp);
+  int m = s->n, k = 0, ncp = 0, rc = OPF_OK;
+  opf_store_point **pts = malloc(sizeof *pts * (size_t)(m + 1));
+  double *x = malloc(sizeof *x * (size_t)(3 * m + 1));
+  opf_cp_change *cp = malloc(sizeof *cp * (size_t)(m + 1));
+  if (!pts || !x || !cp) rc = opf_err_set(err, OPF_ENOMEM, "out of memory");
+  for (int j = 0; !rc && j < m; j++)
+    if (!strcmp(s->p[j].status, "ok") && s->p[j].median > 0) pts[k++] = &s->p[j];
+  for (int j = 0; !rc && j < k; j++) {
+    x[j] = pts[j]->median;
+    x[k + j] = pts[j]->ci_lo;
+    x[2 * k + j] = pts[j]->ci_hi;
   }
-  opf_store_series_free(s, ns);
+  if (!rc) rc = opf_changepoints(x, x + k, x + 2 * k, k, o, cp, m, &ncp, err);
+  opf_store_change *ch = !rc && ncp ? calloc((size_t)ncp, sizeof *ch) : NULL;
+  if (!rc && ncp && !ch) rc = opf_err_set(err, OPF_ENOMEM, "out of memory");
+  for (int j = 0; !rc && j < ncp; j++) {
+    opf_store_change *c = &ch[j];
+    const opf_store_point *at = pts[cp[j].index];
+    copy(c->key, sizeof c->key, s->key);
+    copy(c->machine, sizeof c->machine, s->machine);
+    c->run_id = at->run_id;
+    copy(c->started, sizeof c->started, at->started);
+    copy(c->git_hash, sizeof c->git_hash, at->git_hash);
+    c->index = cp[j].index;
+    c->n_points = k;
+    c->before = cp[j].before;
+    c->after = cp[j].after;
+    c->change = cp[j].change;
+    int a = j ? cp[j - 1].index : 0, b = j + 1 < ncp ? cp[j + 1].index : k;
+    moved_counters(c, pts, a, cp[j].index, b, min_change);
+  }
+  free(pts), free(x), free(cp);
   if (rc) {
     free(ch);
     return rc;
   }
   *out = ch;
+  *n_out = ncp;
+  return OPF_OK;
+}
+
+int opf_store_changes(opf_store *st, const char *selector, const char *machine, int all_machines,
+                      const opf_cp_opts *o, opf_store_change **out, int *n_out, opf_err *err) {
+  *out = NULL;
+  *n_out = 0;
+  opf_store_series *s;
+  int ns, rc = opf_store_series_load(st, selector, machine, all_machines, &s, &ns, err), n = 0;
+  if (rc) return rc;
+  opf_store_change *all = NULL;
+  for (int i = 0; !rc && i < ns; i++) {
+    opf_store_change *ch;
+    int nc;
+    rc = opf_store_series_changes(&s[i], o, &ch, &nc, err);
+    opf_store_change *g = !rc && nc ? realloc(all, sizeof *all * (size_t)(n + nc)) : NULL;
+    if (!rc && nc && !g) {
+      rc = opf_err_set(err, OPF_ENOMEM, "out of memory");
+    } else if (!rc && nc) {
+      all = g;
+      memcpy(all + n, ch, sizeof *ch * (size_t)nc);
+      n += nc;
+    }
+    free(ch);
+  }
+  opf_store_series_free(s, ns);
+  if (rc) {
+    free(all);
+    return rc;
+  }
+  *out = all;
   *n_out = n;
   return OPF_OK;
 }

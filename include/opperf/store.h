@@ -111,6 +111,11 @@ typedef struct opf_store_change {
 int opf_store_changes(opf_store *st, const char *selector, const char *machine, int all_machines,
                       const opf_cp_opts *o, opf_store_change **ch, int *n, opf_err *err);
 
+/* The change points of one loaded series (no database access): what opf_store_changes does
+ * for each series it loads. Free *ch with free(). */
+int opf_store_series_changes(const opf_store_series *s, const opf_cp_opts *o,
+                             opf_store_change **ch, int *n, opf_err *err);
+
 /* Integrity: SQLite's integrity and foreign-key checks (PostgreSQL: records without a run).
  * OPF_EIO with the first problem in the message when the store is damaged. */
 int opf_store_check(opf_store *st, opf_err *err);

@@ -92,8 +92,7 @@ static int show_trends(opf_store *st, const char *sel, const char *machine, int 
   for (int i = 0; i < ns; i++) {
     opf_store_change *ch = NULL;
     int nch = 0;
-    /* the steps of this very series (its key as the selector: exact match) */
-    if (opf_store_changes(st, s[i].key, all ? NULL : s[i].machine, all, cpo, &ch, &nch, &e)) {
+    if (opf_store_series_changes(&s[i], cpo, &ch, &nch, &e)) {
       opf_store_series_free(s, ns);
       return cli_usage_error("%s", e.msg);
     }
