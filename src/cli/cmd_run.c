@@ -861,7 +861,7 @@ int cmd_run(int argc, char **argv) {
     if (em[i] && opf_emitter_end(em[i], !rc, &e) && !rc) rc = OPF_EIO;
     if (o.n_out > 1 && o.fmt[i] == OPF_FMT_TABLE && i + 1 < o.n_out && !paths[i]) fputc('\n', stdout);
   }
-  if (!rc) cli_progress_finish(&prog, paths, o.n_out);
+  if (!rc) cli_progress_finish(&prog, paths, o.n_out - (o.store.json_fmt[0] != 0)); /* not the store's */
   for (int i = 0; i < o.n_out; i++) free(paths[i]);
   int store_rc = cli_store_finish(&o.store, !rc);
   int prof_rc = cli_profile_finish(&o.prof, !rc); /* --profile-folded FILE */

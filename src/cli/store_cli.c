@@ -90,9 +90,11 @@ int cli_store_finish(cli_store *s, int ok) {
   char shard[32] = "";
   if (s->shard.count > 0) snprintf(shard, sizeof shard, "%d/%d", s->shard.index, s->shard.count);
   opf_store_add_opts o = {.shard = shard[0] ? shard : NULL, .machine = NULL};
+  long long id = 0;
   int rc = opf_store_open(&st, s->url, 1, &e);
   if (!rc) {
-    rc = opf_store_add_report(st, text, &o, NULL, &e);
+    rc = opf_store_add_report(st, text, &o, &id, &e);
+    if (!rc) fprintf(stderr, "opperf: stored as run %lld (%s store)\n", id, opf_store_backend(st));
     opf_store_close(st);
   }
   free(text);
