@@ -106,9 +106,8 @@ static int insert_counters(opf_store *st, const char *record_id, const cJSON *co
     int has = cJSON_IsNumber(pc) && isfinite(pc->valuedouble);
     if (has) snprintf(sval, sizeof sval, "%.17g", pc->valuedouble);
     char *raw = json_text(cJSON_GetObjectItem(c, "raw"));
-    const char *p[6] = {record_id, spos, name->valuestring, status->valuestring,
-                        cJSON_IsString(reason) ? reason->valuestring : NULL, has ? sval : NULL};
-    const char *q[7] = {p[0], p[1], p[2], p[3], p[4], p[5], raw};
+    const char *q[7] = {record_id, spos, name->valuestring, status->valuestring,
+                        cJSON_IsString(reason) ? reason->valuestring : NULL, has ? sval : NULL, raw};
     rc = st->ops->exec(st,
                        "INSERT INTO counters (record_id, pos, name, status, reason, per_call, raw)"
                        " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -275,6 +274,15 @@ static void num_text(char *buf, size_t n, int has, double v) {
   else buf[0] = '\0';
 }
 
+/* INSERT ... RETURNING id: the new row's id in *id (free with store_res_free). */
+static int insert_returning(opf_store *st, const char *sql, int np, const char *const *p,
+                            const char *what, store_res *id, opf_err *err) {
+  int rc = st->ops->exec(st, sql, np, p, id, err);
+  if (!rc && (id->nrows != 1 || !store_cell(id, 0, 0)))
+    rc = opf_err_set(err, OPF_EIO, "the database returned no %s id", what);
+  return rc;
+}
+
 static int insert_record(opf_store *st, const char *run_id, cJSON *r, opf_err *err) {
   char key[600];
   case_key(r, key, sizeof key);
@@ -297,13 +305,11 @@ static int insert_record(opf_store *st, const char *run_id, cJSON *r, opf_err *e
   store_res id = {0};
   int rc = rec ? OPF_OK : opf_err_set(err, OPF_ENOMEM, "out of memory");
   if (!rc)
-    rc = st->ops->exec(st,
-                       "INSERT INTO records (run_id, case_key, op, impl, dtype, pass, set_name,"
-                       " spec, status, median, ci_lo, ci_hi, n_samples, samples, record)"
-                       " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                       15, p, &id, err);
-  if (!rc && (id.nrows != 1 || !store_cell(&id, 0, 0)))
-    rc = opf_err_set(err, OPF_EIO, "the database returned no record id");
+    rc = insert_returning(st,
+                          "INSERT INTO records (run_id, case_key, op, impl, dtype, pass, set_name,"
+                          " spec, status, median, ci_lo, ci_hi, n_samples, samples, record)"
+                          " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                          15, p, "record", &id, err);
   if (!rc && counters) rc = insert_counters(st, store_cell(&id, 0, 0), counters, err);
   store_res_free(&id);
   free(samples), free(rec);
@@ -335,25 +341,20 @@ int opf_store_add_report(opf_store *st, const char *report_json, const opf_store
   snprintf(nrec, sizeof nrec, "%d", n);
   snprintf(nfail, sizeof nfail, "%d", failed);
   char *ctx_text = json_text(ctx);
-  const char *p[12] = {jstr(ctx, "timestamp") ? jstr(ctx, "timestamp") : "", machine,
+  const char *p[13] = {jstr(ctx, "timestamp") ? jstr(ctx, "timestamp") : "", machine,
                        jstr(ctx, "host.hostname"), jstr(ctx, "host.cpu_model"),
                        jstr(ctx, "tool.git_hash"), jstr(ctx, "tool.build_type"),
                        jstr(ctx, "tool.version"), threads,
                        cJSON_IsTrue(cJSON_GetObjectItem(ctx, "interrupted")) ? "1" : "0",
-                       nrec, nfail, ctx_text};
-  const char *q[13];
-  memcpy(q, p, sizeof p);
-  q[12] = o && o->shard ? o->shard : NULL;
+                       nrec, nfail, ctx_text, o && o->shard ? o->shard : NULL};
   store_res id = {0};
   int rc = ctx_text ? run_sql(st, st->ops->begin_write, err) : opf_err_set(err, OPF_ENOMEM, "out of memory");
   if (!rc)
-    rc = st->ops->exec(st,
-                       "INSERT INTO runs (started, machine, hostname, cpu_model, git_hash, build_type,"
-                       " tool_version, threads, interrupted, n_records, n_failed, context, shard)"
-                       " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                       13, q, &id, err);
-  if (!rc && (id.nrows != 1 || !store_cell(&id, 0, 0)))
-    rc = opf_err_set(err, OPF_EIO, "the database returned no run id");
+    rc = insert_returning(st,
+                          "INSERT INTO runs (started, machine, hostname, cpu_model, git_hash, build_type,"
+                          " tool_version, threads, interrupted, n_records, n_failed, context, shard)"
+                          " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                          13, p, "run", &id, err);
   const char *stop = getenv(STORE_TEST_STOP_ENV);
   int k = 0;
   cJSON *rr;
