@@ -158,8 +158,12 @@ static int read_version(opf_store *st, int *v, opf_err *err) {
   return rc;
 }
 
-/* Create or migrate to `target` in one transaction, serialised against other processes. */
+/* Create or migrate to `target` in one transaction, serialised against other processes. A
+ * store already at `target` is only read (readers never wait for a writer's lock). */
 static int migrate(opf_store *st, int target, opf_err *err) {
+  int v0;
+  opf_err ignored;
+  if (!read_version(st, &v0, &ignored) && v0 == target) return OPF_OK;
   int rc = run_sql(st, st->ops->begin_write, err);
   if (rc) return rc;
   if (st->ops->schema_lock) rc = run_sql(st, st->ops->schema_lock, err);

@@ -3,7 +3,8 @@
  * status and reason and has no value); trends are per machine unless asked; change points name
  * the first run after a step and the counters that moved; a v1 file migrates to v2; two
  * concurrent writers lose nothing; a writer killed with SIGKILL in the middle of its
- * transaction leaves the store intact with only its run missing; bad files are refused.
+ * transaction leaves the store intact with only its run missing (and while it is stopped there,
+ * a reader opens the store at once and sees the committed runs only); bad files are refused.
  * SQLite always; the same tests against PostgreSQL when OPPERF_TEST_PG_URL is set (the CLI test
  * test_store_pg.sh starts a server and sets it). */
 #include <cjson/cJSON.h>
@@ -381,14 +382,20 @@ static void test_killed_writer(void **state) {
   int status;
   assert_int_equal(waitpid(kid, &status, WUNTRACED), kid);
   assert_true(WIFSTOPPED(status)); /* stopped mid-transaction, 2 records written */
+  /* meanwhile a reader opens the store at once and sees only committed runs */
+  st = open_ok();
+  opf_store_run *r;
+  int n;
+  assert_int_equal(opf_store_runs(st, NULL, &r, &n, NULL), OPF_OK);
+  assert_int_equal(n, 2);
+  free(r);
+  opf_store_close(st);
   assert_int_equal(kill(kid, SIGKILL), 0);
   assert_int_equal(waitpid(kid, &status, 0), kid);
   assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
   st = open_ok();
   opf_err e;
   assert_int_equal(opf_store_check(st, &e), OPF_OK);
-  opf_store_run *r;
-  int n;
   assert_int_equal(opf_store_runs(st, NULL, &r, &n, NULL), OPF_OK);
   assert_int_equal(n, 2);
   assert_string_equal(r[1].git_hash, "c2");
