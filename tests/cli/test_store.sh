@@ -51,7 +51,8 @@ expect 2 "needs --store" -- history
 expect 2 "--shard" -- run relu "${q[@]}" --shard 3/3
 
 # --- a writer killed in the middle of its transaction ---------------------------------------
-OPPERF_STORE_TEST_STOP_AFTER=1 "$OPPERF" run relu abs "${q[@]}" --store "$db" >/dev/null 2>&1 &
+mkdir "$tmp/killed"
+TMPDIR="$tmp/killed" OPPERF_STORE_TEST_STOP_AFTER=1 "$OPPERF" run relu abs "${q[@]}" --store "$db" >/dev/null 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do
   [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" = T ] && break
@@ -63,6 +64,10 @@ wait $pid 2>/dev/null
 "$OPPERF" history --store "$db" --check >/dev/null 2>"$tmp/err" || fail "store damaged after kill -9: $(cat "$tmp/err")"
 "$OPPERF" history --store "$db" >"$tmp/runs" 2>&1
 grep -q '^2 runs in sqlite store' "$tmp/runs" || fail "after kill -9: the 2 earlier runs, not the killed one: $(cat "$tmp/runs")"
+# the killed run's report is still in its temporary file: importing it recovers the run
+"$OPPERF" history --store "$db" --import "$tmp"/killed/opperf-store-*.json >/dev/null 2>&1 \
+  || fail "importing the killed run's report"
+"$OPPERF" history --store "$db" 2>&1 | grep -q '^3 runs in sqlite store' || fail "the killed run recovered"
 
 # --- change points on imported reports: +30% time and task-clock from the 7th run ----------
 python3 - "$tmp/r1.json" "$tmp" <<'PY' || fail "making the step reports"
