@@ -60,16 +60,8 @@ int opf_write_atomic(const char *path, const void *data, size_t n, opf_err *err)
   return opf_write_atomic_parts(path, &data, &n, 1, err);
 }
 
-int opf_write_atomic_parts(const char *path, const void *const *parts, const size_t *lens,
-                           int nparts, opf_err *err) {
-  char *tmp = NULL;
-  if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0) return opf_err_set(err, OPF_ENOMEM, "out of memory");
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    int e = errno;
-    free(tmp);
-    return opf_err_set(err, OPF_EIO, "cannot write '%s': %s", path, strerror(e));
-  }
+/* Write the parts to fd; returns the bytes not written (0 on success), errno set. */
+static size_t write_parts(int fd, const void *const *parts, const size_t *lens, int nparts) {
   size_t left = 0;
   errno = 0;
   for (int i = 0; i < nparts && !left; i++) {
@@ -85,6 +77,32 @@ int opf_write_atomic_parts(const char *path, const void *const *parts, const siz
       left -= (size_t)w;
     }
   }
+  return left;
+}
+
+int opf_write_atomic_parts(const char *path, const void *const *parts, const size_t *lens,
+                           int nparts, opf_err *err) {
+  /* A device or FIFO (-o /dev/null, -o /dev/stdout, a named pipe) is written in place: renaming
+   * a temporary file over it would replace the device node with a regular file (as root, a
+   * /dev/null that every later redirection then writes into). */
+  struct stat sb;
+  if (!stat(path, &sb) && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return opf_err_set(err, OPF_EIO, "cannot write '%s': %s", path, strerror(errno));
+    size_t left = write_parts(fd, parts, lens, nparts);
+    int e = errno;
+    if (close(fd) && !left) left = 1, e = errno;
+    return left ? opf_err_set(err, OPF_EIO, "cannot write '%s': %s", path, strerror(e ? e : EIO)) : OPF_OK;
+  }
+  char *tmp = NULL;
+  if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0) return opf_err_set(err, OPF_ENOMEM, "out of memory");
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    int e = errno;
+    free(tmp);
+    return opf_err_set(err, OPF_EIO, "cannot write '%s': %s", path, strerror(e));
+  }
+  size_t left = write_parts(fd, parts, lens, nparts);
   int e = errno;
   if (left || fsync(fd) || close(fd)) {
     close(fd);

@@ -18,6 +18,7 @@
 #include "cli_peer.h"    /* --baseline torch|numpy, --check */
 #include "profile_cli.h" /* --profile */
 #include "opperf/abtest.h"
+#include "store_cli.h"   /* --store, --shard */
 #include "opperf/compare.h"
 #include "cli.h"
 #include "opts.h"
@@ -64,6 +65,7 @@ typedef struct run_opts {
   const char *blas_kernel; /* --blas-kernel auto|native|NAME (NULL: $OPPERF_BLAS_KERNEL) */
   int interleave;         /* --interleave: --impl A,B measured in paired rounds (src/abtest.c) */
   int impl_a, impl_b;     /* ... the two implementations, in the order given */
+  cli_store store;        /* --store, --shard: src/cli/store_cli.c */
 } run_opts;
 
 static int parse_dtypes(const char *list, unsigned *mask) {
@@ -192,6 +194,7 @@ static int setup_baselines(run_opts *o) {
 enum { O_SHAPES = 256, O_INPUT, O_PARAM, O_PASS, O_RUNS, O_CPU, O_CACHE, O_SEED, O_EVENTS,
        O_FORMAT, O_SAVE, O_TIMEOUT, O_PEER, O_PLUGIN, O_CHECK, O_BACKEND,
        O_PROFILE, O_PROFILE_LAST = O_PROFILE + CLI_PROFILE_NOPTS - 1,
+       O_STORE, O_STORE_LAST = O_STORE + CLI_STORE_NOPTS - 1,
        O_CONFIG, O_DTYPE, O_IMPL, O_WARMUP, O_SETTLE, O_MINTIME, O_TARGETCI, O_CITIME, O_MAXTIME,
        O_SAMPLE, O_THREADS, O_RANDOM, O_DRY, O_ISOLATE, O_NO_ISOLATE, O_REPS, O_METRIC,
        O_SAVE_BASE, O_CMP_BASE, O_BASE_DIR, O_THRESH, O_PERF_CTL, O_BLAS, O_INTERLEAVE };
@@ -233,6 +236,7 @@ static const cli_opt run_table[] = {
     {"output", 'o', "FILE", CLI_O_STR, M(output), 0, 0, "write the (non-table) report to FILE, atomically"},
     {"save-tensors", O_SAVE, "DIR", CLI_O_CUSTOM, 0, 0, 0, "write each case's inputs and outputs as .npy files into DIR"},
     CLI_PROFILE_ROWS(O_PROFILE),
+    CLI_STORE_ROWS(O_STORE),
     {NULL, 0, NULL, CLI_O_TEXT, 0, 0, 0, "isolation:"},
     {"isolate", O_ISOLATE, NULL, CLI_O_FLAG, M(isolate), 1, 0, "run each case in its own process: a crash or hang becomes a\nresult (crashed/timeout) and the run goes on (default when\nseveral operators run)"},
     {"no-isolate", O_NO_ISOLATE, NULL, CLI_O_FLAG, M(isolate), 0, 0, "run every case in this process"},
@@ -277,6 +281,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   while ((ch = cli_opts_next(&run_cmd, argc, argv, o, &arg)) > 0) {
     switch (ch) {
     case O_PROFILE ... O_PROFILE_LAST: if (cli_profile_arg(&o->prof, ch - O_PROFILE, arg)) return 2; break;
+    case O_STORE ... O_STORE_LAST: cli_store_arg(&o->store, ch - O_STORE, arg); break;
     case O_SHAPES:
       if (cli_check_list(arg, "--shapes")) return EXIT_USAGE;
       o->sets = arg;
@@ -667,6 +672,11 @@ int cmd_run(int argc, char **argv) {
   free(ops);
   if (!rc && !cl.n)
     rc = cli_usage_error("nothing to run: no case of the selected operators is in shape sets '%s'", o.sets);
+  if (!rc) rc = cli_store_shard(&o.store); /* --shard: this shard's cases only */
+  int kept = 0;
+  for (int i = 0; !rc && i < cl.n; i++)
+    if (cli_store_owns(&o.store, &cl.v[i].c)) cl.v[kept++] = cl.v[i];
+  if (!rc) cl.n = kept;
   if (rc) {
     free(cl.v);
     return EXIT_USAGE;
@@ -702,6 +712,11 @@ int cmd_run(int argc, char **argv) {
     return rc;
   }
   rc = 0;
+  /* --store: checked (created, migrated) now; the run's JSON report goes to it at the end */
+  if (cli_store_setup(&o.store) || (o.store.json_fmt[0] && add_format(&o, o.store.json_fmt))) {
+    free(cl.v);
+    return EXIT_USAGE;
+  }
 
   /* The run pipeline (src/session.c): plan now (counters encoded), set up after the case
    * server has forked. */
@@ -820,14 +835,15 @@ int cmd_run(int argc, char **argv) {
     }
     free(ab_lines);
   }
-  if (!rc) cli_progress_finish(&prog, paths, o.n_out);
+  if (!rc) cli_progress_finish(&prog, paths, o.n_out - (o.store.json_fmt[0] != 0)); /* not the store's */
   for (int i = 0; i < o.n_out; i++) free(paths[i]);
+  int store_rc = cli_store_finish(&o.store, !rc);
   int prof_rc = cli_profile_finish(&o.prof, !rc); /* --profile-folded FILE */
   opf_session_free(ses);
   free(cl.v);
   cli_peer_free(peer);
   if (rc) return cli_usage_error("%s", e.msg[0] ? e.msg : "cannot write the report");
-  if (prof_rc) return EXIT_USAGE;
+  if (prof_rc || store_rc) return EXIT_USAGE;
   int gate = EXIT_OK;
   if (o.compare_baseline) {
     opf_cmp_opts co = {.metric = o.metric, .threshold = o.threshold, .alpha = 0.05};

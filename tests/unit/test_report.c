@@ -1,8 +1,10 @@
 /* test_report.c: the report back-ends: JSON parses and carries the context and raw samples;
  * CSV rows have as many fields as the header; tables align; files appear only on commit and
- * atomically (no temporary files left behind, nothing written on failure). */
+ * atomically (no temporary files left behind, nothing written on failure); a device or FIFO
+ * target is written in place, never replaced. */
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -254,6 +256,32 @@ static void test_no_file_without_commit(void **state) {
   assert_non_null(strstr(err.msg, "/nonexistent-dir/x.json"));
 }
 
+/* -o /dev/null, a FIFO: written in place. Renaming the temporary file over it replaced the
+ * node with a regular file (as root: /dev/null itself, for every later redirection). */
+static void test_special_file_in_place(void **state) {
+  (void)state;
+  char fifo[128];
+  snprintf(fifo, sizeof fifo, "%s/pipe", dir);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  int rd = open(fifo, O_RDONLY | O_NONBLOCK); /* a reader, so the writer's open does not block */
+  assert_true(rd >= 0);
+  opf_err err;
+  assert_int_equal(opf_write_atomic(fifo, "hello\n", 6, &err), OPF_OK);
+  struct stat sb;
+  assert_int_equal(stat(fifo, &sb), 0);
+  assert_true(S_ISFIFO(sb.st_mode));
+  char buf[16] = {0};
+  assert_int_equal(read(rd, buf, sizeof buf), 6);
+  assert_string_equal(buf, "hello\n");
+  close(rd);
+  /* no temporary file left next to it */
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  while ((de = readdir(d))) assert_null(strstr(de->d_name, ".tmp."));
+  closedir(d);
+  unlink(fifo);
+}
+
 static int teardown(void **state) {
   (void)state;
   char cmd[128];
@@ -265,6 +293,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_json), cmocka_unit_test(test_csv),
                                      cmocka_unit_test(test_table_and_md),
                                      cmocka_unit_test(test_topdown_formats),
-                                     cmocka_unit_test(test_no_file_without_commit)};
+                                     cmocka_unit_test(test_no_file_without_commit),
+                                     cmocka_unit_test(test_special_file_in_place)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }
