@@ -9,31 +9,12 @@
 #include <string.h>
 
 #include "cli.h"
+#include "opts.h"
 #include "opperf/store.h"
 #include "store_cli.h"
 #include "textable.h"
 
 #define MAX_IMPORTS 256
-
-static void usage(void) {
-  printf("usage: opperf history --store URL [options] [CASE]\n\n"
-         "Without CASE: the runs in the store, oldest first. With CASE (a glob over the case key\n"
-         "\"OP IMPL DTYPE PASS SPEC\", or an operator name or glob): each matching case's trend,\n"
-         "per-run median and 95%% interval, one trend per machine. --changes: the steps in every\n"
-         "(matching) case's trend, found with PELT on the per-run medians weighted by their\n"
-         "spread, each named by the first run after it and the counters that moved with it.\n\n"
-         "options:\n"
-         "  --store URL        an SQLite file or postgresql://... (see opperf run --store)\n"
-         "  --changes          list change points instead of trends\n"
-         "  --machine M        only runs of machine M (as listed; default: each machine apart)\n"
-         "  --all-machines     join the machines' runs into one trend (default: never mixed)\n"
-         "  --min-change PCT   smallest step reported (default 5%%)\n"
-         "  --penalty P        PELT's cost per change (default 4 ln n)\n"
-         "  --import FILE      add a JSON report (opperf run --format json) to the store\n"
-         "                     first (repeatable; --shard K/N records it as a shard)\n"
-         "  --shard K/N        with --import: the shard the reports were\n"
-         "  --check            check the store's integrity and exit (0 intact, 1 damaged)\n");
-}
 
 static void fmt_t(double s, char *b, size_t n) {
   if (!(s > 0)) snprintf(b, n, "-");
@@ -149,46 +130,58 @@ static int show_changes(opf_store *st, const char *sel, const char *machine, int
   return EXIT_OK;
 }
 
+enum { O_STORE = 256, O_CHANGES, O_MACHINE, O_ALL, O_MIN, O_PEN, O_IMPORT, O_SHARD, O_CHECK };
+typedef struct history_opts {
+  const char *url, *machine, *shard;
+  int changes, all, check;
+  double min_change;
+} history_opts;
+
+#define M(f) offsetof(history_opts, f)
+static const cli_opt history_table[] = {
+    {NULL, 0, NULL, CLI_O_TEXT, 0, 0, 0, "options:"},
+    {"store", O_STORE, "URL", CLI_O_STR, M(url), 0, 0, "an SQLite file or postgresql://... (see opperf run --store)"},
+    {"changes", O_CHANGES, NULL, CLI_O_FLAG, M(changes), 1, 0, "list change points instead of trends"},
+    {"machine", O_MACHINE, "M", CLI_O_STR, M(machine), 0, 0, "only runs of machine M (as listed; default: each machine apart)"},
+    {"all-machines", O_ALL, NULL, CLI_O_FLAG, M(all), 1, 0, "join the machines' runs into one trend (default: never mixed)"},
+    {"min-change", O_MIN, "PCT", CLI_O_FRACTION, M(min_change), 0, 0, "smallest step reported (default 5%)"},
+    {"penalty", O_PEN, "P", CLI_O_CUSTOM, 0, 0, 0, "PELT's cost per change (default 4 ln n)"},
+    {"import", O_IMPORT, "FILE", CLI_O_CUSTOM, 0, 0, 0, "add a JSON report (opperf run --format json) to the store\nfirst (repeatable; --shard K/N records it as a shard)"},
+    {"shard", O_SHARD, "K/N", CLI_O_STR, M(shard), 0, 0, "with --import: the shard the reports were"},
+    {"check", O_CHECK, NULL, CLI_O_FLAG, M(check), 1, 0, "check the store's integrity and exit (0 intact, 1 damaged)"},
+    {"help", 'h', NULL, CLI_O_HELP, 0, 0, 0, "this text"},
+};
+#undef M
+
+static const cli_cmd_opts history_cmd = {
+    "history", "usage: opperf history --store URL [options] [CASE]",
+    "Without CASE: the runs in the store, oldest first. With CASE (a glob over the case key\n"
+    "\"OP IMPL DTYPE PASS SPEC\", or an operator name or glob): each matching case's trend,\n"
+    "per-run median and 95% interval, one trend per machine. --changes: the steps in every\n"
+    "(matching) case's trend, found with PELT on the per-run medians weighted by their\n"
+    "spread, each named by the first run after it and the counters that moved with it.",
+    history_table, (int)(sizeof history_table / sizeof history_table[0]), ""};
+
 int cmd_history(int argc, char **argv) {
-  enum { O_STORE = 256, O_CHANGES, O_MACHINE, O_ALL, O_MIN, O_PEN, O_IMPORT, O_SHARD, O_CHECK };
-  static const struct option opts[] = {
-      {"store", required_argument, 0, O_STORE},   {"changes", no_argument, 0, O_CHANGES},
-      {"machine", required_argument, 0, O_MACHINE}, {"all-machines", no_argument, 0, O_ALL},
-      {"min-change", required_argument, 0, O_MIN}, {"penalty", required_argument, 0, O_PEN},
-      {"import", required_argument, 0, O_IMPORT}, {"shard", required_argument, 0, O_SHARD},
-      {"check", no_argument, 0, O_CHECK},         {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
-  const char *url = NULL, *machine = NULL, *imports[MAX_IMPORTS], *shard = NULL;
-  int changes = 0, all = 0, n_imp = 0, check = 0;
+  history_opts ho = {.min_change = 0.05};
+  const char *imports[MAX_IMPORTS], *arg;
+  int n_imp = 0, ch;
   opf_cp_opts cpo = {.penalty = 0, .min_seg = 0, .min_change = 0.05};
   optind = 1;
-  opterr = 0;
-  int ch;
-  while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-    switch (ch) {
-    case 'h': usage(); return EXIT_OK;
-    case O_STORE: url = optarg; break;
-    case O_CHANGES: changes = 1; break;
-    case O_MACHINE: machine = optarg; break;
-    case O_ALL: all = 1; break;
-    case O_CHECK: check = 1; break;
-    case O_SHARD: shard = optarg; break;
-    case O_MIN:
-      if (!cli_parse_fraction(optarg, &cpo.min_change))
-        return cli_usage_error("--min-change needs a change such as 5%% or 0.05, not '%s'", optarg);
-      break;
-    case O_PEN:
-      if (!cli_parse_double(optarg, &cpo.penalty) || !(cpo.penalty > 0) || cpo.penalty > 1e6)
-        return cli_usage_error("--penalty needs a positive number, not '%s'", optarg);
-      break;
-    case O_IMPORT:
+  while ((ch = cli_opts_next(&history_cmd, argc, argv, &ho, &arg)) > 0) {
+    if (ch == O_PEN) {
+      if (!cli_parse_double(arg, &cpo.penalty) || !(cpo.penalty > 0) || cpo.penalty > 1e6)
+        return cli_usage_error("--penalty needs a positive number, not '%s'", arg);
+    } else { /* --import */
       if (n_imp == MAX_IMPORTS) return cli_usage_error("too many --import files (at most %d)", MAX_IMPORTS);
-      imports[n_imp++] = optarg;
-      break;
-    case ':': return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
-    default: return cli_usage_error("unknown option '%s' (see opperf history -h)", argv[optind - 1]);
+      imports[n_imp++] = arg;
     }
   }
+  if (ch == CLI_OPT_HELP_DONE) return EXIT_OK;
+  if (ch < 0) return EXIT_USAGE;
+  cpo.min_change = ho.min_change;
+  const char *url = ho.url, *machine = ho.machine, *shard = ho.shard;
+  int changes = ho.changes, all = ho.all, check = ho.check;
   if (!url) return cli_usage_error("history needs --store URL (an SQLite file or postgresql://...)");
   if (optind + 1 < argc) return cli_usage_error("history takes one CASE selector, not %d", argc - optind);
   if (machine && all) return cli_usage_error("--machine and --all-machines exclude each other");

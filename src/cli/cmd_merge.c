@@ -7,35 +7,37 @@
 #include <string.h>
 
 #include "cli.h"
+#include "opts.h"
 #include "opperf/shard.h"
 #include "store_cli.h"
 
-static void usage(void) {
-  printf("usage: opperf merge [-o ALL.json] A.json B.json ...\n\n"
-         "Joins the JSON reports of the shards of one run (opperf run --shard K/N --format json)\n"
-         "into one report: the first report's context with the earliest start, a \"shards\" list\n"
-         "(file, host, start, command, records) and every record. Refuses (exit 2) reports of\n"
-         "different builds, CPU models, settings, counters or environments, and a case present\n"
-         "in two reports.\n\n"
-         "options:\n"
-         "  -o FILE    write the merged report to FILE, atomically (default: standard output)\n");
-}
+typedef struct merge_opts {
+  const char *out;
+} merge_opts;
+
+static const cli_opt merge_table[] = {
+    {NULL, 0, NULL, CLI_O_TEXT, 0, 0, 0, "options:"},
+    {"output", 'o', "FILE", CLI_O_STR, offsetof(merge_opts, out), 0, 0, "write the merged report to FILE, atomically (default: standard output)"},
+    {"help", 'h', NULL, CLI_O_HELP, 0, 0, 0, "this text"},
+};
+
+static const cli_cmd_opts merge_cmd = {
+    "merge", "usage: opperf merge [-o ALL.json] A.json B.json ...",
+    "Joins the JSON reports of the shards of one run (opperf run --shard K/N --format json)\n"
+    "into one report: the first report's context with the earliest start, a \"shards\" list\n"
+    "(file, host, start, command, records) and every record. Refuses (exit 2) reports of\n"
+    "different builds, CPU models, settings, counters or environments, and a case present\n"
+    "in two reports.",
+    merge_table, (int)(sizeof merge_table / sizeof merge_table[0]), ""};
 
 int cmd_merge(int argc, char **argv) {
-  static const struct option opts[] = {{"output", required_argument, 0, 'o'},
-                                       {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-  const char *out = NULL;
+  merge_opts mo = {0};
+  const char *arg;
   optind = 1;
-  opterr = 0;
-  int ch;
-  while ((ch = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
-    switch (ch) {
-    case 'h': usage(); return EXIT_OK;
-    case 'o': out = optarg; break;
-    case ':': return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
-    default: return cli_usage_error("unknown option '%s' (see opperf merge -h)", argv[optind - 1]);
-    }
-  }
+  int ch = cli_opts_next(&merge_cmd, argc, argv, &mo, &arg);
+  if (ch == CLI_OPT_HELP_DONE) return EXIT_OK;
+  if (ch != 0) return EXIT_USAGE;
+  const char *out = mo.out;
   int n = argc - optind;
   if (n < 1) return cli_usage_error("merge needs the shards' JSON reports (opperf merge A.json B.json -o ALL.json)");
   char **texts = calloc((size_t)n, sizeof *texts);
