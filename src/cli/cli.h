@@ -16,6 +16,7 @@ int cmd_machine(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
+int cmd_report(int argc, char **argv); /* cmd_report.c */
 
 /* The comparison report of two JSON reports (cmd_compare.c); returns the exit status. */
 struct opf_cmp_opts;

@@ -19,6 +19,7 @@ static const struct {
     {"compare", cmd_compare, "compare two JSON reports: regressions with a significance test"},
     {"sweep", cmd_sweep, "vary one operator's shapes: time, cycles and misses per element, SVG plot"},
     {"flamegraph", cmd_flamegraph, "fold perf script stacks into an interactive SVG flame graph"},
+    {"report", cmd_report, "one self-contained HTML page from run/sweep JSON: table, rooflines, trends"},
 };
 
 static void usage(FILE *f) {
@@ -47,5 +48,5 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (!strcmp(cmd, commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
-  return cli_usage_error("unknown command '%s' (commands: list, describe, run, sweep, flamegraph, machine, events, compare; see opperf -h)", cmd);
+  return cli_usage_error("unknown command '%s' (commands: list, describe, run, sweep, flamegraph, machine, events, compare, report; see opperf -h)", cmd);
 }
