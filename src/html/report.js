@@ -109,7 +109,7 @@
     });
     return d;
   }
-  function card(title, pairs) { return h('div', {class: 'card'}, [h('h3', {text: title}), dl(pairs)]); }
+  function card(title, pairs, wide) { return h('div', {class: 'card' + (wide ? ' wide' : '')}, [h('h3', {text: title}), dl(pairs)]); }
 
   /* The roofline ceilings the run recorded (context.machine: the file `opperf machine` wrote).
    * Whatever the file carries is drawn: every [1 thread, all threads] pair or single number
@@ -195,7 +195,7 @@
                                             : h('span', {class: 'nc', text: e.status + (e.reason ? ': ' + e.reason : '')})];
     });
     if (perf.pmus_detected !== undefined) evs.unshift(['PMUs', perf.pmus_detected || 'none']);
-    grid.appendChild(card('Counters', evs));
+    grid.appendChild(card('Counters', evs, true));
     sec.appendChild(grid);
   }
 
@@ -458,7 +458,9 @@
       var val = counted ? sig(e.v, 4) : h('span', {class: 'nc', text: e.status + (e.reason ? ': ' + e.reason : '')});
       var st = e.status + (counted && e.status !== 'counted' && e.reason ? ': ' + e.reason : '') +
                (e.run !== undefined && e.run < 100 ? ' (running ' + sig(e.run, 3) + '%)' : '');
-      tb.appendChild(h('tr', {}, [h('td', {text: e.name}), h('td', {class: 'num'}, [val]), h('td', {class: counted ? '' : 'nc', text: counted ? st : ''})]));
+      /* an event that did not count: its status and reason in place of a number, never a 0 */
+      tb.appendChild(counted ? h('tr', {}, [h('td', {text: e.name}), h('td', {class: 'num'}, [val]), h('td', {text: st})])
+                             : h('tr', {}, [h('td', {text: e.name}), h('td', {colspan: '2'}, [val])]));
     });
     t.appendChild(tb);
     return t;
@@ -550,7 +552,10 @@
       ['CV', c.cv !== undefined ? sig(100 * c.cv, 3) + '%' : ''], ['FLOP per call', c.flops ? sig(c.flops, 4) : ''],
       ['bytes per call', c.bytes ? fmtBytes(c.bytes) : ''], ['intensity', c.flops && c.bytes ? sig(c.flops / c.bytes, 3) + ' FLOP/B' : ''],
       ['roofline bound', c.roof ? fmtRate(c.roof, 'FLOP/s') : '']];
-    Object.keys(c.m || {}).forEach(function (k) { if (['gflops', 'gbps', 'intensity'].indexOf(k) < 0) facts.push([k, sig(c.m[k], 4)]); });
+    Object.keys(c.m || {}).forEach(function (k) {
+      if (['gflops', 'gbps', 'intensity'].indexOf(k) >= 0) return;
+      facts.push(/_pct$/.test(k) ? [k.replace(/_pct$/, '').replace(/_/g, ' ') + ' %', sig(c.m[k], 3) + '%'] : [k.replace(/_/g, ' '), sig(c.m[k], 4)]);
+    });
     if (c.mem) facts.push(['memory', 'setup ' + fmtBytes(c.mem.setup) + ', per call ' + fmtBytes(c.mem.alloc_call) + ', peak ' + fmtBytes(c.mem.peak)]);
     if (c.check) facts.push(['reference check', c.check]);
     right.appendChild(h('div', {class: 'card'}, [dl(facts)]));
