@@ -142,9 +142,89 @@ static int rec_time(const cJSON *rec, double *med, double *lo, double *hi) {
   return 1;
 }
 
+/* The page's string table: the strings that repeat across thousands of cases (counter names,
+ * statuses and reasons, top-down models and reasons) are written once, in run.strings, and
+ * referred to by index. An open-addressing hash keeps interning linear. */
+typedef struct strtab {
+  cJSON *arr;   /* the strings, in order of first use */
+  int *slot;    /* index + 1 into arr, 0 empty */
+  size_t cap;   /* power of 2 */
+  int n;
+} strtab;
+
+static size_t str_hash(const char *s) {
+  size_t h = 1469598103934665603u;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+  return h;
+}
+
+/* The index of s in the table (added when new); -1 when out of memory. */
+static int intern(strtab *t, const char *s) {
+  if ((size_t)(t->n + 1) * 2 > t->cap) {
+    size_t nc = t->cap ? t->cap * 2 : 256;
+    int *ns = calloc(nc, sizeof *ns);
+    if (!ns) return -1;
+    for (size_t i = 0; i < t->cap; i++)
+      if (t->slot[i]) {
+        size_t j = str_hash(cJSON_GetArrayItem(t->arr, t->slot[i] - 1)->valuestring) & (nc - 1);
+        while (ns[j]) j = (j + 1) & (nc - 1);
+        ns[j] = t->slot[i];
+      }
+    free(t->slot);
+    t->slot = ns;
+    t->cap = nc;
+  }
+  size_t j = str_hash(s) & (t->cap - 1);
+  while (t->slot[j]) {
+    if (!strcmp(cJSON_GetArrayItem(t->arr, t->slot[j] - 1)->valuestring, s)) return t->slot[j] - 1;
+    j = (j + 1) & (t->cap - 1);
+  }
+  cJSON *item = cJSON_CreateString(s);
+  if (!item) return -1;
+  cJSON_AddItemToArray(t->arr, item);
+  t->slot[j] = ++t->n;
+  return t->n - 1;
+}
+
+/* Append the interned index of src[sk] to array a (null when absent). */
+static void push_str(cJSON *a, strtab *t, const cJSON *src, const char *sk) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(src, sk);
+  int i = cJSON_IsString(v) && v->valuestring ? intern(t, v->valuestring) : -1;
+  cJSON_AddItemToArray(a, i >= 0 ? cJSON_CreateNumber(i) : cJSON_CreateNull());
+}
+
+static void push_num(cJSON *a, const cJSON *src, const char *sk) {
+  double v;
+  cJSON_AddItemToArray(a, jnum(src, sk, &v) ? cJSON_CreateNumber(r6(v)) : cJSON_CreateNull());
+}
+
+/* The record's top-down object with its repeated strings interned; the model's formulas and
+ * source (the same for every case) go once into models, keyed by the model's name. */
+static cJSON *compact_topdown(const cJSON *td, strtab *t, cJSON *models) {
+  cJSON *o = cJSON_Duplicate(td, 1);
+  if (!o) return NULL;
+  const char *model = jstr(td, "model");
+  if (*model && !cJSON_GetObjectItemCaseSensitive(models, model)) {
+    cJSON *m = cJSON_AddObjectToObject(models, model);
+    static const char *const keep[] = {"cpu", "formula", "formula_level2", "slots_per_cycle", "source"};
+    for (size_t k = 0; k < sizeof keep / sizeof *keep; k++) copy_item(m, keep[k], td, keep[k]);
+  }
+  static const char *const moved[] = {"cpu", "formula", "formula_level2", "slots_per_cycle", "source"};
+  for (size_t k = 0; k < sizeof moved / sizeof *moved; k++) cJSON_DeleteItemFromObjectCaseSensitive(o, moved[k]);
+  static const char *const strs[] = {"model", "reason", "verdict", "level2_absent", "privilege"};
+  for (size_t k = 0; k < sizeof strs / sizeof *strs; k++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, strs[k]);
+    int i = cJSON_IsString(v) ? intern(t, v->valuestring) : -1;
+    if (i >= 0) cJSON_ReplaceItemInObjectCaseSensitive(o, strs[k], cJSON_CreateNumber(i));
+  }
+  return o;
+}
+
 /* One case for the page: what the table, the charts and the detail panel show (the raw
- * samples stay in the JSON file). Keys are short: a default suite has thousands of cases. */
-static cJSON *compact_case(const cJSON *rec) {
+ * samples stay in the JSON file). Keys are short: a default suite has thousands of cases.
+ * Counters are arrays [name, status, per call, running %, reason, privilege], strings as
+ * indexes into the string table (report.js decodes them). */
+static cJSON *compact_case(const cJSON *rec, strtab *strs, cJSON *td_models) {
   cJSON *c = cJSON_CreateObject();
   if (!c) return NULL;
   put_str(c, "op", rec, "op");
@@ -197,17 +277,18 @@ static cJSON *compact_case(const cJSON *rec) {
     cJSON *a = cJSON_AddArrayToObject(c, "ctr");
     const cJSON *k;
     cJSON_ArrayForEach(k, ctrs) {
-      cJSON *e = cJSON_CreateObject();
-      put_str(e, "name", k, "name");
-      put_str(e, "status", k, "status");
-      put_num(e, "v", k, "per_call");
-      put_num(e, "run", k, "running_pct");
-      put_str(e, "reason", k, "reason");
-      put_str(e, "priv", k, "privilege");
+      cJSON *e = cJSON_CreateArray();
+      push_str(e, strs, k, "name");
+      push_str(e, strs, k, "status");
+      push_num(e, k, "per_call");
+      push_num(e, k, "running_pct");
+      push_str(e, strs, k, "reason");
+      push_str(e, strs, k, "privilege");
       cJSON_AddItemToArray(a, e);
     }
   }
-  copy_item(c, "td", rec, "topdown");
+  const cJSON *td = cJSON_GetObjectItemCaseSensitive(rec, "topdown");
+  if (cJSON_IsObject(td)) cJSON_AddItemToObject(c, "td", compact_topdown(td, strs, td_models));
   const cJSON *mem = cJSON_GetObjectItemCaseSensitive(rec, "memory");
   if (cJSON_IsObject(mem)) {
     cJSON *m = cJSON_AddObjectToObject(c, "mem");
@@ -500,10 +581,13 @@ static int build_data(const char *const *paths, int n, const opf_html_opts *o, c
     cJSON_AddStringToObject(run, "file", rpaths[nruns - 1]);
     cJSON_AddItemToObject(run, "context", compact_context(cJSON_GetObjectItemCaseSensitive(last, "context")));
     cJSON *cases = cJSON_AddArrayToObject(run, "cases");
+    strtab strs = {.arr = cJSON_AddArrayToObject(run, "strings")};
+    cJSON *td_models = cJSON_AddObjectToObject(run, "td_models");
     const cJSON *rec;
     cJSON_ArrayForEach(rec, cJSON_GetObjectItemCaseSensitive(last, "results")) {
-      cJSON *c = compact_case(rec);
+      cJSON *c = compact_case(rec, &strs, td_models);
       if (!c) {
+        free(strs.slot);
         rc = opf_err_set(err, OPF_ENOMEM, "out of memory");
         goto out;
       }
@@ -512,6 +596,7 @@ static int build_data(const char *const *paths, int n, const opf_html_opts *o, c
       cJSON_AddStringToObject(c, "key", key);
       cJSON_AddItemToArray(cases, c);
     }
+    free(strs.slot);
   }
   if (nruns > 1) {
     opf_trend t;

@@ -68,6 +68,16 @@
   var ctx = run ? run.context || {} : {};
   var cases = run ? run.cases : [];
   var settings = ctx.settings || {};
+  /* Strings that repeat across cases come as indexes into run.strings (src/report_html.c). */
+  var STR = run ? run.strings || [] : [], TD_MODELS = run ? run.td_models || {} : {};
+  function str(i) { return typeof i === 'number' ? STR[i] : i === null ? undefined : i; }
+  cases.forEach(function (c) {
+    if (c.ctr) c.ctr = c.ctr.map(function (a) {
+      return {name: str(a[0]), status: str(a[1]), v: a[2] === null ? undefined : a[2], run: a[3] === null ? undefined : a[3],
+              reason: str(a[4]), priv: str(a[5])};
+    });
+    if (c.td) ['model', 'reason', 'verdict', 'level2_absent', 'privilege'].forEach(function (k) { if (k in c.td) c.td[k] = str(c.td[k]); });
+  });
   document.title = D.title || 'opperf report';
   document.getElementById('title').textContent = D.title || 'opperf report';
 
@@ -470,6 +480,7 @@
   function topdown(c) {
     var td = c.td, box = h('div', {id: 'topdown'});
     if (!td) return box;
+    var md = TD_MODELS[td.model] || {};
     box.appendChild(h('h3', {text: 'Top-down'}));
     if (!td.available) {
       box.appendChild(h('p', {class: 'nc', text: 'not available: ' + (td.reason || 'no reason recorded')}));
@@ -485,8 +496,8 @@
     var rows2 = Object.keys(l1).map(function (k) { return [k.replace(/_/g, ' '), sig(100 * l1[k], 3) + '%']; });
     Object.keys(td.level2 || {}).forEach(function (k) { rows2.push(['  ' + k.replace(/_/g, ' '), sig(100 * td.level2[k], 3) + '%']); });
     box.appendChild(h('div', {class: 'card'}, [dl(rows2.concat([['verdict', td.verdict || 'none (no bucket holds half the slots)'],
-      ['level 2', td.level2_absent ? 'absent: ' + td.level2_absent : ''], ['model', td.model ? td.model + (td.cpu ? ' (' + td.cpu + ')' : '') : ''],
-      ['source', td.source]]))]));
+      ['level 2', td.level2_absent ? 'absent: ' + td.level2_absent : ''], ['model', td.model ? td.model + (md.cpu ? ' (' + md.cpu + ')' : '') : ''],
+      ['formula', md.formula], ['source', md.source]]))]));
     return box;
   }
 
@@ -512,15 +523,16 @@
       });
       return sv;
     }
+    var u = hi < 1e-6 ? [1e9, 'ns'] : hi < 1e-3 ? [1e6, MICRO + 's'] : hi < 1 ? [1e3, 'ms'] : [1, 's'], k = u[0];
     var f = frame({w: w, h: hgt, title: 'trend across ' + n + ' runs (oldest first)',
                    x: {lo: -0.5, hi: n - 0.5, ticks: pts.map(function (p, i) { return {v: i, label: String(i + 1)}; }), label: 'run'},
-                   y: {lo: Math.max(0, lo - pad) * 1e6, hi: (hi + pad) * 1e6, label: 'median time (' + MICRO + 's), 95% CI'}});
+                   y: {lo: Math.max(0, lo - pad) * k, hi: (hi + pad) * k, label: 'median time (' + u[1] + '), 95% CI'}});
     var path = '';
     pts.forEach(function (p, i) {
       if (!p) return;
-      var x = f.X(i), y = f.Y(p[0] * 1e6);
+      var x = f.X(i), y = f.Y(p[0] * k);
       path += (path ? 'L' : 'M') + x + ' ' + y;
-      if (p[2] > 0) f.plot.appendChild(s('line', {x1: x, x2: x, y1: f.Y(p[1] * 1e6), y2: f.Y(p[2] * 1e6), stroke: '#0b5cad', 'stroke-width': 1}));
+      if (p[2] > 0) f.plot.appendChild(s('line', {x1: x, x2: x, y1: f.Y(p[1] * k), y2: f.Y(p[2] * k), stroke: '#0b5cad', 'stroke-width': 1}));
       f.plot.appendChild(s('circle', {cx: x, cy: y, r: 3, fill: '#0b5cad'}, [s('title', {}, [T.runs[i] + ': ' + fmtTime(p[0])])]));
     });
     f.plot.insertBefore(s('path', {d: path, fill: 'none', stroke: '#0b5cad', 'stroke-width': 1.5}), f.plot.firstChild);
@@ -685,5 +697,7 @@
   drawTrends();
   drawSweeps();
   if (!run && !(D.sweeps || []).length) main.appendChild(h('p', {text: 'Nothing to show.'}));
+  /* For scripts and tests driving the page: the data, and the cases as the page decoded them. */
+  window.opperf = {data: D, cases: cases};
   document.body.setAttribute('data-ready', '1');
 })();

@@ -20,10 +20,10 @@ grep -q "usage: opperf report" "$tmp/out" || fail "report -h prints no usage"
 
 # --- real inputs --------------------------------------------------------------------------
 "$OPPERF" machine --time 0.05 >/dev/null 2>"$tmp/err" || fail "opperf machine: $(cat "$tmp/err")"
-run() { # OUT ARGS...: one real run of relu and matmul, JSON
+run() { # OUT ARGS...: one real run of exp and dot (both have a numpy peer; 10 samples: a CI), JSON
   local out=$1
   shift
-  "$OPPERF" run relu matmul --shapes small --pass fwd,bwd "${quick[@]}" --format json -o "$out" "$@" 2>"$tmp/err" ||
+  "$OPPERF" run exp dot --shapes small --pass fwd,bwd "${quick[@]}" --runs 10 --format json -o "$out" "$@" 2>"$tmp/err" ||
     fail "opperf run $*: $(cat "$tmp/err")"
 }
 run "$tmp/r1.json" --events sw,cycles
@@ -81,9 +81,19 @@ for c, r in zip(cases, src["results"]):
     assert c["op"] == r["op"] and c["spec"] == r["spec"] and c["pass"] == r["pass"], (c, r)
     if r["status"] == "ok":
         assert abs(c["t"][0] / r["time"]["median"] - 1) < 1e-5, (c["t"], r["time"]["median"])
-    assert [k["status"] for k in c.get("ctr", [])] == [k["status"] for k in r["counters"]]
+    S = d["run"]["strings"]  # counters: [name, status, per call, running %, reason, privilege]
+    assert len(c.get("ctr", [])) == len(r["counters"])
+    for k, rk in zip(c.get("ctr", []), r["counters"]):
+        assert S[k[0]] == rk["name"] and S[k[1]] == rk["status"], (k, rk)
+        assert (k[2] is None) == ("per_call" not in rk), (k, rk)  # no value: null, never 0
+        assert (k[4] is None and "reason" not in rk) or S[k[4]] == rk["reason"], (k, rk)
     assert ("peer" in c) == ("peer" in r)
-    assert c.get("td") == r.get("topdown")
+    assert ("td" in c) == ("topdown" in r)
+    if "topdown" in r:
+        td, rt = c["td"], r["topdown"]
+        assert S[td["model"]] == rt["model"] and td["available"] == rt["available"], (td, rt)
+        assert td["available"] or S[td["reason"]] == rt["reason"]
+        assert d["run"]["td_models"][rt["model"]]["formula"] == rt["formula"]
 m = d["run"]["context"]["machine"]
 assert m["peak_flops"]["float32"][0] > 0 and m["bandwidth"][0] > 0, m
 assert any("peer" in c and c["peer"].get("ratio", 0) > 0 for c in cases), "no peer ratio"
@@ -161,9 +171,9 @@ else
   b() { # PAGE ARGS...
     timeout 300 $PY "$here/report_browser.py" "$@" >"$tmp/b.out" 2>&1 || fail "browser, $*: $(cat "$tmp/b.out")"
   }
-  b "$tmp/one.html" --expect peer,roofline --ceiling float32 --ceiling DRAM --select matmul
-  b "$tmp/trend.html" --expect trend,changes,sweep,topdown,escape --select relu
-  b "$tmp/big.html" --select relu
+  b "$tmp/one.html" --expect peer,roofline --ceiling float32 --ceiling DRAM --select dot
+  b "$tmp/trend.html" --expect trend,changes,sweep,topdown,escape --select exp
+  b "$tmp/big.html" --select exp
   # Cache levels when the machine data has them: a machine file with per-level bandwidths
   # (the cache-aware roofline's), under whatever key names bandwidth, gives one line each.
   $PY - "$tmp" <<'PY' || fail "making the cache-level run"
@@ -176,7 +186,7 @@ m["cache_bandwidth"] = {"L1": [bw[0] * 20, bw[1] * 20], "L2": [bw[0] * 8, bw[1] 
 json.dump(d, open(t + "/levels.json", "w"))
 PY
   expect 0 "" -- report "$tmp/levels.json" -o "$tmp/levels.html"
-  b "$tmp/levels.html" --expect roofline --ceiling L1 --ceiling L2 --ceiling L3 --ceiling DRAM --select matmul
+  b "$tmp/levels.html" --expect roofline --ceiling L1 --ceiling L2 --ceiling L3 --ceiling DRAM --select dot
 fi
 
 [ "$fails" -eq 0 ] && echo "test_report: all passed" || echo "test_report: $fails failure(s)"
