@@ -18,44 +18,9 @@
 extern const unsigned char opf_html_report_html[], opf_html_report_css[], opf_html_report_js[];
 
 /* ---- reading the inputs ---- */
-static char *read_text(const char *path, opf_err *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    opf_err_set(err, OPF_EINVAL, "cannot read '%s'", path);
-    return NULL;
-  }
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
-  int bad = 0;
-  for (;;) {
-    if (len + 65536 + 1 > cap) {
-      cap = cap ? cap * 2 : 1 << 20;
-      char *t = realloc(buf, cap);
-      if (!t) {
-        bad = 1;
-        break;
-      }
-      buf = t;
-    }
-    size_t r = fread(buf + len, 1, cap - len - 1, f);
-    len += r;
-    if (!r) break;
-  }
-  if (ferror(f)) bad = 2;
-  fclose(f);
-  if (bad) {
-    free(buf);
-    opf_err_set(err, bad == 1 ? OPF_ENOMEM : OPF_EINVAL, "%s '%s'",
-                bad == 1 ? "out of memory reading" : "cannot read", path);
-    return NULL;
-  }
-  buf[len] = '\0';
-  return buf;
-}
-
 int opf_report_load(const char *path, cJSON **doc, int *is_sweep, opf_err *err) {
   *doc = NULL;
-  char *text = read_text(path, err);
+  char *text = opf_read_text(path, err);
   if (!text) return err ? err->code : OPF_EINVAL;
   cJSON *root = cJSON_Parse(text);
   free(text);
@@ -203,14 +168,13 @@ static void push_num(cJSON *a, const cJSON *src, const char *sk) {
 static cJSON *compact_topdown(const cJSON *td, strtab *t, cJSON *models) {
   cJSON *o = cJSON_Duplicate(td, 1);
   if (!o) return NULL;
-  const char *model = jstr(td, "model");
-  if (*model && !cJSON_GetObjectItemCaseSensitive(models, model)) {
-    cJSON *m = cJSON_AddObjectToObject(models, model);
-    static const char *const keep[] = {"cpu", "formula", "formula_level2", "slots_per_cycle", "source"};
-    for (size_t k = 0; k < sizeof keep / sizeof *keep; k++) copy_item(m, keep[k], td, keep[k]);
-  }
   static const char *const moved[] = {"cpu", "formula", "formula_level2", "slots_per_cycle", "source"};
-  for (size_t k = 0; k < sizeof moved / sizeof *moved; k++) cJSON_DeleteItemFromObjectCaseSensitive(o, moved[k]);
+  const char *model = jstr(td, "model");
+  cJSON *m = *model && !cJSON_GetObjectItemCaseSensitive(models, model) ? cJSON_AddObjectToObject(models, model) : NULL;
+  for (size_t k = 0; k < sizeof moved / sizeof *moved; k++) {
+    if (m) copy_item(m, moved[k], td, moved[k]);
+    cJSON_DeleteItemFromObjectCaseSensitive(o, moved[k]);
+  }
   static const char *const strs[] = {"model", "reason", "verdict", "level2_absent", "privilege"};
   for (size_t k = 0; k < sizeof strs / sizeof *strs; k++) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, strs[k]);
@@ -679,7 +643,7 @@ cJSON *opf_machine_file_json(void) {
   char path[4096];
   opf_machine m;
   if (!opf_machine_path(path, sizeof path) || opf_machine_load(&m, path, NULL) != OPF_OK) return NULL;
-  char *text = read_text(path, NULL);
+  char *text = opf_read_text(path, NULL);
   cJSON *j = text ? cJSON_Parse(text) : NULL;
   free(text);
   if (j && !cJSON_IsObject(j)) {
