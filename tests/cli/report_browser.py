@@ -135,7 +135,7 @@ def run_checks(d, path, expect, select_op):
             break
         time.sleep(0.1)
     else:
-        check(False, "the page never finished drawing (body[data-ready])")
+        check(False, "the page never finished drawing (body[data-ready]); console: %s" % d.console())
         return fails
     errors = [e for e in d.console() if e.get("level") in ("SEVERE", "ERROR")]
     check(not errors, "console errors on load: %s" % errors)
