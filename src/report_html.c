@@ -562,7 +562,9 @@ static int build_data(const char *const *paths, int n, const opf_html_opts *o, c
     }
     free(strs.slot);
   }
-  if (nruns > 1) {
+  if (o && o->trend) {
+    cJSON_AddItemToObject(data, "trend", trend_json(o->trend));
+  } else if (nruns > 1) {
     opf_trend t;
     if ((rc = opf_trend_from_runs(runs, (const char *const *)labels, nruns, &t, err))) goto out;
     cJSON_AddItemToObject(data, "trend", trend_json(&t));

@@ -60,7 +60,9 @@ int opf_trend_regressions(const opf_trend *t, opf_trend_reg *out, int max);
 int opf_report_load(const char *path, struct cJSON **doc, int *is_sweep, opf_err *err);
 
 typedef struct opf_html_opts {
-  const char *title; /* NULL: "opperf report" */
+  const char *title;        /* NULL: "opperf report" */
+  const opf_trend *trend;   /* the trend to show (e.g. from a results store); NULL: from the
+                               input runs when there are two or more */
 } opf_html_opts;
 
 /* Render the page from the input files (runs in order, oldest first, and sweeps in any order)

@@ -204,7 +204,19 @@ static void test_render(void **state) {
   (void)state;
   const char *r0[] = {"a:1:0.9:1.1", "b:2:1.9:2.1"}, *r1[] = {"a:3:2.9:3.1", "b:2:1.9:2.1"};
   cJSON *d0 = make_run("t0", r0, 2), *d1 = make_run("t1", r1, 2);
-  cJSON_AddStringToObject(cJSON_GetArrayItem(cJSON_GetObjectItem(d1, "results"), 1), "message", "</script><x>");
+  cJSON *rb = cJSON_GetArrayItem(cJSON_GetObjectItem(d1, "results"), 1);
+  cJSON_AddStringToObject(rb, "message", "</script><x>");
+  cJSON *ctrs = cJSON_AddArrayToObject(rb, "counters");
+  cJSON *k = cJSON_CreateObject();
+  cJSON_AddStringToObject(k, "name", "cycles"), cJSON_AddStringToObject(k, "status", "not supported");
+  cJSON_AddStringToObject(k, "reason", "no PMU");
+  cJSON_AddItemToArray(ctrs, k);
+  k = cJSON_CreateObject();
+  cJSON_AddStringToObject(k, "name", "task-clock"), cJSON_AddStringToObject(k, "status", "counted");
+  cJSON_AddNumberToObject(k, "per_call", 5), cJSON_AddNumberToObject(k, "running_pct", 100);
+  double raw[2] = {5, 5};
+  cJSON_AddItemToObject(k, "raw", cJSON_CreateDoubleArray(raw, 2));
+  cJSON_AddItemToArray(ctrs, k);
   char *s0 = cJSON_Print(d0), *s1 = cJSON_Print(d1);
   const char *paths[3] = {write_file("r0.json", s0), write_file("r1.json", s1),
                           write_file("sw.json", "{\"schema_version\": 1, \"kind\": \"sweep\", \"op\": \"a\", \"points\": [{\"x\": 1}]}")};
@@ -229,6 +241,20 @@ static void test_render(void **state) {
   cJSON *a = cJSON_GetArrayItem(cases, 0);
   assert_true(cJSON_GetArrayItem(cJSON_GetObjectItem(a, "t"), 0)->valuedouble == 3);
   assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cases, 1), "msg")->valuestring, "</script><x>");
+  /* counters: [name, status, per call, running %, reason, privilege], strings by index; an
+   * event that did not count has null for its value, not 0 */
+  cJSON *strs = cJSON_GetObjectItem(cJSON_GetObjectItem(d, "run"), "strings");
+  cJSON *ctr = cJSON_GetObjectItem(cJSON_GetArrayItem(cases, 1), "ctr");
+  assert_int_equal(cJSON_GetArraySize(ctr), 2);
+  cJSON *c0 = cJSON_GetArrayItem(ctr, 0), *c1 = cJSON_GetArrayItem(ctr, 1);
+  assert_string_equal(cJSON_GetArrayItem(strs, cJSON_GetArrayItem(c0, 0)->valueint)->valuestring, "cycles");
+  assert_string_equal(cJSON_GetArrayItem(strs, cJSON_GetArrayItem(c0, 1)->valueint)->valuestring, "not supported");
+  assert_true(cJSON_IsNull(cJSON_GetArrayItem(c0, 2)));
+  assert_string_equal(cJSON_GetArrayItem(strs, cJSON_GetArrayItem(c0, 4)->valueint)->valuestring, "no PMU");
+  assert_string_equal(cJSON_GetArrayItem(strs, cJSON_GetArrayItem(c1, 0)->valueint)->valuestring, "task-clock");
+  assert_true(cJSON_GetArrayItem(c1, 2)->valuedouble == 5);
+  assert_true(cJSON_IsNull(cJSON_GetArrayItem(c1, 4)));
+  assert_int_equal(cJSON_GetArraySize(strs), 5); /* cycles, not supported, no PMU, task-clock, counted */
   cJSON *tr = cJSON_GetObjectItem(d, "trend");
   assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(tr, "runs")), 2);
   cJSON *reg = cJSON_GetArrayItem(cJSON_GetObjectItem(tr, "regressions"), 0);
@@ -250,6 +276,37 @@ static void test_render(void **state) {
   cJSON_Delete(d0), cJSON_Delete(d1);
 }
 
+/* A trend from elsewhere (a results store): the page shows it instead of the runs' own. */
+static void test_render_given_trend(void **state) {
+  (void)state;
+  const char *r0[] = {"a:1:0.9:1.1"};
+  cJSON *d0 = make_run("t0", r0, 1);
+  char *s0 = cJSON_Print(d0);
+  const char *paths[1] = {write_file("g0.json", s0)};
+  free(s0);
+  cJSON_Delete(d0);
+  char *runs[3] = {"s1", "s2", "s3"}, key[] = "a|native|x=8||float32|fwd", label[] = "a float32 fwd x=8";
+  opf_trend_point pts[3] = {{1, 1.0, 0.9, 1.1, 0}, {0, 0, 0, 0, 0}, {1, 2.0, 1.9, 2.1, 1}};
+  opf_trend_case tc = {key, label, pts};
+  opf_trend t = {3, runs, 1, &tc};
+  opf_html_opts o = {.trend = &t};
+  char *html;
+  size_t len;
+  opf_err e = {0};
+  assert_int_equal(opf_html_render(paths, 1, &o, &html, &len, &e), OPF_OK);
+  cJSON *d = page_data(html);
+  cJSON *tr = cJSON_GetObjectItem(d, "trend");
+  assert_non_null(tr);
+  assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(tr, "runs"), 2)->valuestring, "s3");
+  cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(tr, "cases"), 0);
+  assert_true(cJSON_IsNull(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "pts"), 1)));
+  assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "changes"), 0)->valueint, 2);
+  /* the last two runs: s2 lacks the case, so there is no regression to list */
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(tr, "regressions")), 0);
+  cJSON_Delete(d);
+  free(html);
+}
+
 static int teardown(void **state) {
   (void)state;
   char cmd[400];
@@ -264,6 +321,7 @@ int main(void) {
       cmocka_unit_test(test_load_errors),
       cmocka_unit_test(test_trend),
       cmocka_unit_test(test_render),
+      cmocka_unit_test(test_render_given_trend),
   };
   int rc = cmocka_run_group_tests(tests, NULL, teardown);
   return rc;
