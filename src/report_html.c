@@ -6,6 +6,7 @@
  * <script> element. The page draws its tables and SVG charts itself: no network needed. */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,13 @@ int opf_report_load(const char *path, cJSON **doc, int *is_sweep, opf_err *err) 
   int run = cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, "results")) &&
             cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "context"));
   const char *bad = NULL;
+  /* The version first: another version may well be laid out otherwise. */
+  if (cJSON_IsNumber(ver) && ver->valuedouble != OPF_SCHEMA_VERSION) {
+    double v = ver->valuedouble;
+    cJSON_Delete(root);
+    return opf_err_set(err, OPF_EINVAL, "'%s' has schema version %g; this opperf reads version %d",
+                       path, v, OPF_SCHEMA_VERSION);
+  }
   if (!cJSON_IsNumber(ver)) bad = "no schema_version";
   else if (sweep && !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, "points"))) bad = "a sweep without points";
   else if (!sweep && !run) bad = "neither a run (context, results) nor a sweep";
@@ -41,12 +49,6 @@ int opf_report_load(const char *path, cJSON **doc, int *is_sweep, opf_err *err) 
     cJSON_Delete(root);
     return opf_err_set(err, OPF_EINVAL, "'%s' is not an opperf JSON report (%s; write one with "
                        "opperf run --format json)", path, bad);
-  }
-  if (ver->valuedouble != OPF_SCHEMA_VERSION) {
-    double v = ver->valuedouble;
-    cJSON_Delete(root);
-    return opf_err_set(err, OPF_EINVAL, "'%s' has schema version %g; this opperf reads version %d",
-                       path, v, OPF_SCHEMA_VERSION);
   }
   *doc = root;
   if (is_sweep) *is_sweep = sweep;
@@ -112,15 +114,21 @@ static int rec_time(const cJSON *rec, double *med, double *lo, double *hi) {
  * referred to by index. An open-addressing hash keeps interning linear. */
 typedef struct strtab {
   cJSON *arr;   /* the strings, in order of first use */
-  int *slot;    /* index + 1 into arr, 0 empty */
-  size_t cap;   /* power of 2 */
+  const char **str; /* [n]: arr's strings (a cJSON array is a list: no indexing) */
+  int *slot;    /* index + 1 into str, 0 empty */
+  size_t cap;   /* power of 2, at least twice n */
   int n;
 } strtab;
 
 static size_t str_hash(const char *s) {
-  size_t h = 1469598103934665603u;
+  uint64_t h = 1469598103934665603u; /* FNV-1a */
   for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-  return h;
+  return (size_t)h;
+}
+
+static void strtab_free(strtab *t) {
+  free(t->slot);
+  free(t->str);
 }
 
 /* The index of s in the table (added when new); -1 when out of memory. */
@@ -128,10 +136,15 @@ static int intern(strtab *t, const char *s) {
   if ((size_t)(t->n + 1) * 2 > t->cap) {
     size_t nc = t->cap ? t->cap * 2 : 256;
     int *ns = calloc(nc, sizeof *ns);
-    if (!ns) return -1;
+    const char **nstr = ns ? realloc(t->str, nc / 2 * sizeof *nstr) : NULL;
+    if (!nstr) {
+      free(ns);
+      return -1;
+    }
+    t->str = nstr;
     for (size_t i = 0; i < t->cap; i++)
       if (t->slot[i]) {
-        size_t j = str_hash(cJSON_GetArrayItem(t->arr, t->slot[i] - 1)->valuestring) & (nc - 1);
+        size_t j = str_hash(t->str[t->slot[i] - 1]) & (nc - 1);
         while (ns[j]) j = (j + 1) & (nc - 1);
         ns[j] = t->slot[i];
       }
@@ -141,12 +154,13 @@ static int intern(strtab *t, const char *s) {
   }
   size_t j = str_hash(s) & (t->cap - 1);
   while (t->slot[j]) {
-    if (!strcmp(cJSON_GetArrayItem(t->arr, t->slot[j] - 1)->valuestring, s)) return t->slot[j] - 1;
+    if (!strcmp(t->str[t->slot[j] - 1], s)) return t->slot[j] - 1;
     j = (j + 1) & (t->cap - 1);
   }
   cJSON *item = cJSON_CreateString(s);
   if (!item) return -1;
   cJSON_AddItemToArray(t->arr, item);
+  t->str[t->n] = item->valuestring;
   t->slot[j] = ++t->n;
   return t->n - 1;
 }
@@ -551,7 +565,7 @@ static int build_data(const char *const *paths, int n, const opf_html_opts *o, c
     cJSON_ArrayForEach(rec, cJSON_GetObjectItemCaseSensitive(last, "results")) {
       cJSON *c = compact_case(rec, &strs, td_models);
       if (!c) {
-        free(strs.slot);
+        strtab_free(&strs);
         rc = opf_err_set(err, OPF_ENOMEM, "out of memory");
         goto out;
       }
@@ -560,7 +574,7 @@ static int build_data(const char *const *paths, int n, const opf_html_opts *o, c
       cJSON_AddStringToObject(c, "key", key);
       cJSON_AddItemToArray(cases, c);
     }
-    free(strs.slot);
+    strtab_free(&strs);
   }
   if (o && o->trend) {
     cJSON_AddItemToObject(data, "trend", trend_json(o->trend));

@@ -105,6 +105,8 @@ static void test_load_errors(void **state) {
   assert_int_equal(opf_report_load(write_file("v.json", "{\"schema_version\": 2, \"context\": {}, \"results\": []}"),
                                    &doc, &sweep, &e), OPF_EINVAL);
   assert_non_null(strstr(e.msg, "schema version 2; this opperf reads version 1"));
+  assert_int_equal(opf_report_load(write_file("v3.json", "{\"schema_version\": 3, \"rows\": []}"), &doc, &sweep, &e), OPF_EINVAL);
+  assert_non_null(strstr(e.msg, "schema version 3"));
   assert_null(doc);
   assert_int_equal(opf_report_load(write_file("ok.json", "{\"schema_version\": 1, \"context\": {}, \"results\": []}"),
                                    &doc, &sweep, &e), OPF_OK);
