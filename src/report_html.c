@@ -202,54 +202,64 @@ static cJSON *compact_topdown(const cJSON *td, strtab *t, cJSON *models) {
  * samples stay in the JSON file). Keys are short: a default suite has thousands of cases.
  * Counters are arrays [name, status, per call, running %, reason, privilege], strings as
  * indexes into the string table (report.js decodes them). */
+/* A field of the page's case: key in the page, key in the run JSON, 's' string or 'n' number. */
+typedef struct field {
+  const char *dst, *src;
+  char kind;
+} field;
+
+#define NFIELDS(a) (sizeof(a) / sizeof *(a))
+static const field case_fields[] = {
+    {"op", "op", 's'}, {"cat", "category", 's'}, {"impl", "impl", 's'}, {"spec", "spec", 's'},
+    {"params", "params", 's'}, {"dtype", "dtype", 's'}, {"pass", "pass", 's'}, {"status", "status", 's'},
+    {"msg", "message", 's'}, {"check", "reference_check", 's'},
+    {"threads", "threads", 'n'}}; /* per-case thread count, when a run records one */
+static const field time_fields[] = {{"cv", "cv", 'n'}, {"n", "samples", 'n'}, {"min", "min", 'n'},
+                                    {"p90", "p90", 'n'}, {"stop", "stop", 's'}};
+static const field model_fields[] = {{"flops", "flops_per_call", 'n'}, {"bytes", "bytes_per_call", 'n'},
+                                     {"roof", "roofline_bound_flops_per_s", 'n'}};
+static const field peer_fields[] = {{"lib", "library", 's'}, {"name", "name", 's'}, {"status", "status", 's'},
+                                    {"t", "median", 'n'}, {"ratio", "ratio", 'n'}};
+static const field mem_fields[] = {{"setup", "setup_bytes", 'n'}, {"alloc_call", "bytes_allocated_per_call", 'n'},
+                                   {"peak", "peak_live_bytes", 'n'}};
+
+static void put_fields(cJSON *o, const cJSON *src, const field *f, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (f[i].kind == 's') put_str(o, f[i].dst, src, f[i].src);
+    else put_num(o, f[i].dst, src, f[i].src);
+}
+
+/* src[key], when an object, as a new object named dst in o holding the fields. */
+static cJSON *put_object(cJSON *o, const char *dst, const cJSON *src, const char *key, const field *f, size_t n) {
+  const cJSON *from = cJSON_GetObjectItemCaseSensitive(src, key);
+  if (!cJSON_IsObject(from)) return NULL;
+  cJSON *to = cJSON_AddObjectToObject(o, dst);
+  put_fields(to, from, f, n);
+  return to;
+}
+
 static cJSON *compact_case(const cJSON *rec, strtab *strs, cJSON *td_models) {
   cJSON *c = cJSON_CreateObject();
   if (!c) return NULL;
-  put_str(c, "op", rec, "op");
-  put_str(c, "cat", rec, "category");
-  put_str(c, "impl", rec, "impl");
-  put_str(c, "spec", rec, "spec");
-  put_str(c, "params", rec, "params");
-  put_str(c, "dtype", rec, "dtype");
-  put_str(c, "pass", rec, "pass");
-  put_str(c, "status", rec, "status");
-  put_str(c, "msg", rec, "message");
-  put_str(c, "check", rec, "reference_check");
+  put_fields(c, rec, case_fields, NFIELDS(case_fields));
   if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rec, "simulated"))) cJSON_AddTrueToObject(c, "sim");
-  put_num(c, "threads", rec, "threads"); /* per-case thread count, when a run records one */
   double med, lo, hi;
   if (rec_time(rec, &med, &lo, &hi)) {
     double t[3] = {r6(med), r6(lo), r6(hi)};
     cJSON_AddItemToObject(c, "t", cJSON_CreateDoubleArray(t, 3));
-    const cJSON *tm = cJSON_GetObjectItemCaseSensitive(rec, "time");
-    put_num(c, "cv", tm, "cv");
-    put_num(c, "n", tm, "samples");
-    put_num(c, "min", tm, "min");
-    put_num(c, "p90", tm, "p90");
-    put_str(c, "stop", tm, "stop");
+    put_fields(c, cJSON_GetObjectItemCaseSensitive(rec, "time"), time_fields, NFIELDS(time_fields));
   }
-  const cJSON *model = cJSON_GetObjectItemCaseSensitive(rec, "model");
-  put_num(c, "flops", model, "flops_per_call");
-  put_num(c, "bytes", model, "bytes_per_call");
-  put_num(c, "roof", model, "roofline_bound_flops_per_s");
+  put_fields(c, cJSON_GetObjectItemCaseSensitive(rec, "model"), model_fields, NFIELDS(model_fields));
   const cJSON *mets = cJSON_GetObjectItemCaseSensitive(rec, "metrics");
   if (cJSON_IsObject(mets) && mets->child) {
     cJSON *m = cJSON_AddObjectToObject(c, "m");
     for (const cJSON *k = mets->child; k; k = k->next)
       if (cJSON_IsNumber(k) && isfinite(k->valuedouble)) cJSON_AddNumberToObject(m, k->string, r6(k->valuedouble));
   }
-  const cJSON *peer = cJSON_GetObjectItemCaseSensitive(rec, "peer");
-  if (cJSON_IsObject(peer)) {
-    cJSON *p = cJSON_AddObjectToObject(c, "peer");
-    put_str(p, "lib", peer, "library");
-    put_str(p, "name", peer, "name");
-    put_str(p, "status", peer, "status");
-    put_num(p, "t", peer, "median");
-    put_num(p, "ratio", peer, "ratio");
-    const cJSON *chk = cJSON_GetObjectItemCaseSensitive(peer, "check");
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(chk, "done")))
-      cJSON_AddBoolToObject(p, "agree", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(chk, "agree")));
-  }
+  cJSON *p = put_object(c, "peer", rec, "peer", peer_fields, NFIELDS(peer_fields));
+  const cJSON *chk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(rec, "peer"), "check");
+  if (p && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(chk, "done")))
+    cJSON_AddBoolToObject(p, "agree", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(chk, "agree")));
   const cJSON *ctrs = cJSON_GetObjectItemCaseSensitive(rec, "counters");
   if (cJSON_IsArray(ctrs) && cJSON_GetArraySize(ctrs)) {
     cJSON *a = cJSON_AddArrayToObject(c, "ctr");
@@ -267,13 +277,7 @@ static cJSON *compact_case(const cJSON *rec, strtab *strs, cJSON *td_models) {
   }
   const cJSON *td = cJSON_GetObjectItemCaseSensitive(rec, "topdown");
   if (cJSON_IsObject(td)) cJSON_AddItemToObject(c, "td", compact_topdown(td, strs, td_models));
-  const cJSON *mem = cJSON_GetObjectItemCaseSensitive(rec, "memory");
-  if (cJSON_IsObject(mem)) {
-    cJSON *m = cJSON_AddObjectToObject(c, "mem");
-    put_num(m, "setup", mem, "setup_bytes");
-    put_num(m, "alloc_call", mem, "bytes_allocated_per_call");
-    put_num(m, "peak", mem, "peak_live_bytes");
-  }
+  put_object(c, "mem", rec, "memory", mem_fields, NFIELDS(mem_fields));
   return c;
 }
 
