@@ -348,7 +348,8 @@
     return t;
   }
   function tickLabel(v) {
-    if (v >= 1e4 || v < 1e-2) return v.toExponential(0).replace('e+', 'e');
+    if (v === 0) return '0';
+    if (Math.abs(v) >= 1e4 || Math.abs(v) < 1e-2) return v.toExponential(0).replace('e+', 'e');
     return String(Number(v.toPrecision(3)));
   }
   /* A frame: axes, grid, labels. opts: w, h, x/y: {lo, hi, log, label}. Returns {svg, X, Y, plot}. */
