@@ -109,7 +109,7 @@ assert d["title"] == "three runs"
 top = t["cases"][t["regressions"][0]["c"]]
 assert top["label"].startswith("%s %s %s %s" % (slow["op"], slow["dtype"], slow["pass"], slow["spec"])), (top["label"], slow)
 assert abs(t["regressions"][0]["ratio"] - 3) < 1e-3, t["regressions"][0]
-# CIs separate: computed from the two runs' own CIs (a loaded machine can give wide ones)
+# CIs separate: computed from the CIs of the two runs (a loaded machine can give wide ones)
 r2, r3 = (json.load(open(sys.argv[k])) for k in (4, 5))
 pick = lambda d: [r for r in d["results"] if (r["op"], r["spec"], r["dtype"], r["pass"]) ==
                   (slow["op"], slow["spec"], slow["dtype"], slow["pass"])][0]["time"]["median_ci95"]
