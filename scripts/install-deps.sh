@@ -5,12 +5,14 @@
 # `opperf run --baseline torch|numpy` (scripts/opperf-peer.py); Debian's builds import only
 # under /usr/bin/python3. libsqlite3-dev and libpq-dev are the results store's (`--store`: SQLite
 # files, PostgreSQL servers); postgresql is the server tests/cli/test_store_pg.sh starts.
+# under /usr/bin/python3. chromium and chromium-driver: tests/cli/test_report.sh loads the
+# page of `opperf report` in headless Chromium (through chromedriver's WebDriver API).
 # --arm64: the packages of scripts/test-arm64.sh instead (cross compiler, qemu-user and the
 # multiarch :arm64 libraries; adds the arm64 architecture to dpkg first).
 set -euo pipefail
 pkgs=(build-essential cmake ccache pkg-config git libpfm4-dev libopenblas-dev libopenblas-openmp-dev
       libelf-dev libcjson-dev libcmocka-dev libsqlite3-dev libpq-dev postgresql python3 valgrind
-      linux-perf python3-numpy python3-torch)
+      linux-perf python3-numpy python3-torch chromium chromium-driver)
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 if [ "${1:-}" = "--arm64" ]; then

@@ -12,6 +12,7 @@
 #include "opperf/abtest.h"
 #include "opperf/compare.h"
 #include "opperf/harness.h" /* opf_stats_compute */
+#include "opperf/report.h"  /* opf_read_text */
 
 const char *opf_verdict_name(opf_verdict v) {
   static const char *n[] = {"unchanged", "improved", "regressed", "noise", "missing", "new",
@@ -97,30 +98,8 @@ int opf_mann_whitney(const double *a, int na, const double *b, int nb, double *u
 
 /* ---- reading reports ---- */
 static cJSON *load_report(const char *path, opf_err *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    opf_err_set(err, OPF_EINVAL, "cannot read '%s'", path);
-    return NULL;
-  }
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len + 65536 + 1 > cap) {
-      cap = cap ? cap * 2 : 1 << 20;
-      char *t = realloc(buf, cap);
-      if (!t) break;
-      buf = t;
-    }
-    size_t r = fread(buf + len, 1, cap - len - 1, f);
-    len += r;
-    if (!r) break;
-  }
-  fclose(f);
-  if (!buf) {
-    opf_err_set(err, OPF_ENOMEM, "out of memory reading '%s'", path);
-    return NULL;
-  }
-  buf[len] = '\0';
+  char *buf = opf_read_text(path, err);
+  if (!buf) return NULL;
   cJSON *root = cJSON_Parse(buf);
   free(buf);
   if (!root || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, "results")) ||

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -54,6 +55,41 @@ void opf_result_inputs(const opf_result *r, char *buf, size_t n) {
   for (int i = 0; i < r->n_tensors && off < n; i++)
     if (!strcmp(r->tensors[i].role, "in"))
       off += snprintf(buf + off, n - off, "%s%s", off ? ", " : "", r->tensors[i].shape);
+}
+
+char *opf_read_text(const char *path, opf_err *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    opf_err_set(err, OPF_EINVAL, "cannot read '%s'", path);
+    return NULL;
+  }
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  int bad = 0;
+  for (;;) {
+    if (len + 65536 + 1 > cap) {
+      cap = cap ? cap * 2 : 1 << 20;
+      char *t = realloc(buf, cap);
+      if (!t) {
+        bad = 1;
+        break;
+      }
+      buf = t;
+    }
+    size_t r = fread(buf + len, 1, cap - len - 1, f);
+    len += r;
+    if (!r) break;
+  }
+  if (ferror(f)) bad = 2;
+  fclose(f);
+  if (bad) {
+    free(buf);
+    opf_err_set(err, bad == 1 ? OPF_ENOMEM : OPF_EINVAL, "%s '%s'",
+                bad == 1 ? "out of memory reading" : "cannot read", path);
+    return NULL;
+  }
+  buf[len] = '\0';
+  return buf;
 }
 
 int opf_write_atomic(const char *path, const void *data, size_t n, opf_err *err) {

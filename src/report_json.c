@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opperf/htmlreport.h" /* opf_machine_file_json */
 #include "opperf/topdown.h"
 #include "report_impl.h"
 #include "report_peer.h"
@@ -105,6 +106,7 @@ static cJSON *context_json(const opf_context *c) {
   cJSON_AddNumberToObject(load, "end", c->loadavg_end);
   cJSON_AddNumberToObject(o, "omp_threads", c->omp_threads);
   cJSON_AddBoolToObject(o, "roofline_available", c->have_machine);
+  if (c->have_machine) cJSON_AddItemToObject(o, "machine", opf_machine_file_json()); /* the ceilings */
   if (c->peer[0]) cJSON_AddStringToObject(o, "peer", c->peer); /* --baseline torch|numpy */
   cJSON *timer = cJSON_AddObjectToObject(o, "timer");
   cJSON_AddStringToObject(timer, "clock", "CLOCK_MONOTONIC_RAW");

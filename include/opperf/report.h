@@ -102,6 +102,9 @@ int opf_emitter_end(opf_emitter *e, int commit, opf_err *err);
 /* Helpers shared by emitters and the CLI. */
 char *opf_fmt_time(double seconds, char *buf, size_t n); /* "1.23 ms" */
 char *opf_fmt_bytes(double bytes, char *buf, size_t n);  /* "4.00 MiB" */
+/* A whole file as a NUL-terminated malloc'd string; NULL with OPF_EINVAL ("cannot read 'PATH'")
+ * or OPF_ENOMEM in err. */
+char *opf_read_text(const char *path, opf_err *err);
 /* Write data to path atomically (temp file in the same directory, fsync, rename). */
 int opf_write_atomic(const char *path, const void *data, size_t n, opf_err *err);
 /* The same for data in several pieces (header and payload), written in order. */

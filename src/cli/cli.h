@@ -18,6 +18,7 @@ int cmd_sweep(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_history(int argc, char **argv); /* results store: cmd_history.c */
 int cmd_merge(int argc, char **argv);   /* shard reports: cmd_merge.c */
+int cmd_report(int argc, char **argv); /* cmd_report.c */
 
 /* The comparison report of two JSON reports (cmd_compare.c); returns the exit status. */
 struct opf_cmp_opts;

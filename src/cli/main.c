@@ -21,6 +21,7 @@ static const struct {
     {"flamegraph", cmd_flamegraph, "fold perf script stacks into an interactive SVG flame graph"},
     {"history", cmd_history, "a results store's runs, one case's trend, change points (--changes)"},
     {"merge", cmd_merge, "join the JSON reports of a run's shards into one report"},
+    {"report", cmd_report, "one self-contained HTML page from run/sweep JSON: table, rooflines, trends"},
 };
 
 static void usage(FILE *f) {
@@ -49,5 +50,5 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (!strcmp(cmd, commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
-  return cli_usage_error("unknown command '%s' (commands: list, describe, run, sweep, flamegraph, machine, events, compare, history, merge; see opperf -h)", cmd);
+  return cli_usage_error("unknown command '%s' (commands: list, describe, run, sweep, flamegraph, machine, events, compare, history, merge, report; see opperf -h)", cmd);
 }

@@ -100,6 +100,21 @@ grep -q '+3[01]% task-clock' "$tmp/ch" || fail "task-clock moved with it: $(cat 
 grep -q '^1 change point' "$tmp/ch" || fail "exactly one change point: $(cat "$tmp/ch")"
 "$OPPERF" history --store "$tmp/step.db" 'relu*' >"$tmp/trend" 2>&1
 grep -q '<- +3[01]% time' "$tmp/trend" || fail "the trend marks the step: $(cat "$tmp/trend")"
+# the HTML report's trends from the store: 12 runs, the step marked at run 7 (index 6)
+"$OPPERF" report --store "$tmp/step.db" "$tmp/step11.json" -o "$tmp/store.html" 2>"$tmp/err" ||
+  fail "report --store: $(cat "$tmp/err")"
+/usr/bin/python3 - "$tmp/store.html" <<'PY' || fail "report --store: trend data"
+import json, re, sys
+html = open(sys.argv[1], encoding="utf-8").read()
+d = json.loads(re.search(r'<script type="application/json" id="opperf-data">(.*?)</script>', html, re.S).group(1))
+t = d["trend"]
+assert len(t["runs"]) == 12 and t["runs"][6].startswith("run 7 "), t["runs"]
+steps = [c for c in t["cases"] if c.get("changes")]
+assert len(steps) == 1 and steps[0]["changes"] == [6], [(c["label"], c.get("changes")) for c in t["cases"]]
+PY
+expect 2 "go with --store" -- report --machine x "$tmp/step11.json" -o "$tmp/x.html"
+expect 2 "the run to show" -- report --store "$tmp/step.db" -o "$tmp/x.html"
+[ ! -e "$tmp/x.html" ] || fail "a failed report left a file"
 # another machine's runs are a trend of their own: no step across machines
 OPPERF_MACHINE=other-pool "$OPPERF" history --store "$tmp/step.db" --import "$tmp/step11.json" 2>/dev/null
 "$OPPERF" history --store "$tmp/step.db" 'relu*' >"$tmp/trend" 2>&1
