@@ -21,51 +21,42 @@ VS_I uint32_t vs_upper(int d) {
   return d == 1 ? 0xAAAAu : d == 2 ? 0xCCCCu : d == 4 ? 0xF0F0u : 0xFF00u;
 }
 
-/* ---- per-width primitives: W64 (8 lanes) and W32 (16 lanes) ---- */
-VS_I __m512i w64_min(__m512i a, __m512i b) { return _mm512_min_epu64(a, b); }
-VS_I __m512i w64_max(__m512i a, __m512i b) { return _mm512_max_epu64(a, b); }
-VS_I __m512i w64_perm(__m512i v, __m512i ix) { return _mm512_permutexvar_epi64(ix, v); }
-VS_I __m512i w64_blend(uint32_t m, __m512i a, __m512i b) { return _mm512_mask_mov_epi64(a, (__mmask8)m, b); }
+/* ---- per-width primitives: w64 (8 lanes of 64 bits) and w32 (16 of 32); B the bits, MT
+ * the mask type, V the lanes ---- */
+#define VS_PRIM(W, B, MT, V)                                                                  \
+  VS_I __m512i W##_min(__m512i a, __m512i b) { return _mm512_min_epu##B(a, b); }              \
+  VS_I __m512i W##_max(__m512i a, __m512i b) { return _mm512_max_epu##B(a, b); }              \
+  VS_I __m512i W##_perm(__m512i v, __m512i ix) { return _mm512_permutexvar_epi##B(ix, v); }   \
+  VS_I __m512i W##_blend(uint32_t m, __m512i a, __m512i b) {                                  \
+    return _mm512_mask_mov_epi##B(a, (MT)m, b);                                               \
+  }                                                                                           \
+  VS_I uint32_t W##_lanes(int64_t cnt) {                                                      \
+    return cnt >= V ? (uint32_t)((1ull << V) - 1) : cnt <= 0 ? 0u : (1u << cnt) - 1;          \
+  }                                                                                           \
+  VS_I __m512i W##_load(const void *p, int64_t cnt) { /* masked: the rest the largest key */ \
+    return _mm512_mask_loadu_epi##B(_mm512_set1_epi##B(-1), (MT)W##_lanes(cnt), p);           \
+  }                                                                                           \
+  VS_I void W##_store(void *p, int64_t cnt, __m512i v) {                                      \
+    _mm512_mask_storeu_epi##B(p, (MT)W##_lanes(cnt), v);                                      \
+  }                                                                                           \
+  VS_I __m512i W##_loadu(const void *p) { return _mm512_loadu_si512(p); }                     \
+  VS_I void W##_storeu(void *p, __m512i v) { _mm512_storeu_si512(p, v); }                     \
+  VS_I uint32_t W##_lt(__m512i v, __m512i p) { return _mm512_cmplt_epu##B##_mask(v, p); }     \
+  VS_I __m512i W##_compress(uint32_t m, __m512i v) { return _mm512_maskz_compress_epi##B((MT)m, v); } \
+  VS_I __m512i W##_set1(uint64_t x) { return _mm512_set1_epi##B(x); }                         \
+  VS_I uint64_t W##_hmin(__m512i v) { return _mm512_reduce_min_epu##B(v); }                   \
+  VS_I uint64_t W##_hmax(__m512i v) { return _mm512_reduce_max_epu##B(v); }
+VS_PRIM(w64, 64, __mmask8, 8)
+VS_PRIM(w32, 32, __mmask16, 16)
+#undef VS_PRIM
+/* lane indices xor x */
 VS_I __m512i w64_xidx(int x) {
   return _mm512_xor_si512(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(x));
 }
-VS_I uint32_t w64_lanes(int64_t cnt) { return cnt >= 8 ? 0xFFu : cnt <= 0 ? 0u : (1u << cnt) - 1; }
-VS_I __m512i w64_load(const uint64_t *p, int64_t cnt) {
-  return _mm512_mask_loadu_epi64(_mm512_set1_epi64(-1), (__mmask8)w64_lanes(cnt), p);
-}
-VS_I void w64_store(uint64_t *p, int64_t cnt, __m512i v) {
-  _mm512_mask_storeu_epi64(p, (__mmask8)w64_lanes(cnt), v);
-}
-VS_I __m512i w64_loadu(const uint64_t *p) { return _mm512_loadu_si512(p); }
-VS_I void w64_storeu(uint64_t *p, __m512i v) { _mm512_storeu_si512(p, v); }
-VS_I uint32_t w64_lt(__m512i v, __m512i p) { return _mm512_cmplt_epu64_mask(v, p); }
-VS_I __m512i w64_compress(uint32_t m, __m512i v) { return _mm512_maskz_compress_epi64((__mmask8)m, v); }
-VS_I __m512i w64_set1(uint64_t x) { return _mm512_set1_epi64((long long)x); }
-VS_I uint64_t w64_hmin(__m512i v) { return _mm512_reduce_min_epu64(v); }
-VS_I uint64_t w64_hmax(__m512i v) { return _mm512_reduce_max_epu64(v); }
-
-VS_I __m512i w32_min(__m512i a, __m512i b) { return _mm512_min_epu32(a, b); }
-VS_I __m512i w32_max(__m512i a, __m512i b) { return _mm512_max_epu32(a, b); }
-VS_I __m512i w32_perm(__m512i v, __m512i ix) { return _mm512_permutexvar_epi32(ix, v); }
-VS_I __m512i w32_blend(uint32_t m, __m512i a, __m512i b) { return _mm512_mask_mov_epi32(a, (__mmask16)m, b); }
 VS_I __m512i w32_xidx(int x) {
   return _mm512_xor_si512(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                           _mm512_set1_epi32(x));
 }
-VS_I uint32_t w32_lanes(int64_t cnt) { return cnt >= 16 ? 0xFFFFu : cnt <= 0 ? 0u : (1u << cnt) - 1; }
-VS_I __m512i w32_load(const uint32_t *p, int64_t cnt) {
-  return _mm512_mask_loadu_epi32(_mm512_set1_epi32(-1), (__mmask16)w32_lanes(cnt), p);
-}
-VS_I void w32_store(uint32_t *p, int64_t cnt, __m512i v) {
-  _mm512_mask_storeu_epi32(p, (__mmask16)w32_lanes(cnt), v);
-}
-VS_I __m512i w32_loadu(const uint32_t *p) { return _mm512_loadu_si512(p); }
-VS_I void w32_storeu(uint32_t *p, __m512i v) { _mm512_storeu_si512(p, v); }
-VS_I uint32_t w32_lt(__m512i v, __m512i p) { return _mm512_cmplt_epu32_mask(v, p); }
-VS_I __m512i w32_compress(uint32_t m, __m512i v) { return _mm512_maskz_compress_epi32((__mmask16)m, v); }
-VS_I __m512i w32_set1(uint32_t x) { return _mm512_set1_epi32((int)x); }
-VS_I uint32_t w32_hmin(__m512i v) { return _mm512_reduce_min_epu32(v); }
-VS_I uint32_t w32_hmax(__m512i v) { return _mm512_reduce_max_epu32(v); }
 
 /* The sorts for one width W (lanes V, word T, radix fall-back RADIX(a, tmp, n) returning the
  * buffer that holds the result). */
