@@ -16,7 +16,9 @@
 #define SRT_SMALL 48
 
 /* ---- keys: unsigned integers ordered like the values (NaN after +inf, as NumPy sorts) ----
- * 4-byte dtypes give uint32 keys, 8-byte ones uint64; desc complements them. */
+ * 4-byte dtypes give uint32 keys, 8-byte ones uint64; desc complements them. srt_keys maps
+ * every NaN (either sign, any payload) to the largest key first: NaNs sort last, and come
+ * back as the NaN 0x7fffffff (0x7fff...f for float64). */
 static inline uint32_t srt_key32(const void *p, int64_t i, opf_dtype dt) {
   uint32_t u;
   memcpy(&u, (const char *)p + (size_t)i * 4, 4);
@@ -52,7 +54,8 @@ static inline void srt_keys(const void *x, opf_dtype dt, int64_t base, int64_t s
     const uint32_t *u = (const uint32_t *)x + base;
     const uint32_t sign = 0x80000000u;
     for (int64_t k = 0; k < n; k++) {
-      const uint32_t w = u[k * st];
+      uint32_t w = u[k * st];
+      if (dt == OPF_F32) w = (w & 0x7fffffffu) > 0x7f800000u ? 0x7fffffffu : w; /* any NaN */
       const uint32_t key = (dt == OPF_F32 ? w ^ ((uint32_t)-(int32_t)(w >> 31) | sign) : w ^ sign) ^ f32;
       if (pack) k64[k] = (uint64_t)key << 32 | (uint64_t)k;
       else k32[k] = key;
@@ -63,7 +66,8 @@ static inline void srt_keys(const void *x, opf_dtype dt, int64_t base, int64_t s
     const uint64_t *u = (const uint64_t *)x + base;
     const uint64_t sign = 0x8000000000000000ull;
     for (int64_t k = 0; k < n; k++) {
-      const uint64_t w = u[k * st];
+      uint64_t w = u[k * st];
+      if (dt == OPF_F64) w = (w & ~sign) > 0x7ff0000000000000ull ? ~sign : w; /* any NaN */
       k64[k] = (dt == OPF_F64 ? w ^ ((uint64_t)-(int64_t)(w >> 63) | sign) : w ^ sign) ^ f64;
     }
     break;
@@ -409,9 +413,15 @@ static inline uint64_t *srt_line_pairs(const opf_case *c, const opf_rgeom *g, in
 /* ---- references: a stable merge sort of an index array by value (desc reverses the
  * comparison, keeping equal elements in index order) ---- */
 static inline int srt_ref_less(const opf_tensor *t, int64_t a, int64_t b) {
-  switch (t->dtype) {
-  case OPF_F32: return ((const float *)t->data)[a] < ((const float *)t->data)[b];
-  case OPF_F64: return ((const double *)t->data)[a] < ((const double *)t->data)[b];
+  switch (t->dtype) { /* NaN above everything (NumPy's order), equal to NaN */
+  case OPF_F32: {
+    const float x = ((const float *)t->data)[a], y = ((const float *)t->data)[b];
+    return x < y || (isnan(y) && !isnan(x));
+  }
+  case OPF_F64: {
+    const double x = ((const double *)t->data)[a], y = ((const double *)t->data)[b];
+    return x < y || (isnan(y) && !isnan(x));
+  }
   case OPF_I32: return ((const int32_t *)t->data)[a] < ((const int32_t *)t->data)[b];
   default: return ((const int64_t *)t->data)[a] < ((const int64_t *)t->data)[b];
   }
