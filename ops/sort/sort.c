@@ -1,12 +1,14 @@
 /* sort.c: sort and argsort along an axis (or the flattened input), ascending or descending,
- * and sort's backward (the gradient permuted back). Lines are sorted as order-preserving
- * unsigned keys: LSD radix with skipped constant digits (argsort of 4-byte dtypes sorts
- * key << 32 | index words, so indices travel free), insertion sort for short lines; lines go to
- * threads whole, each with its own workspace slot. */
+ * and sort's backward (the gradient permuted back through the permutation the forward keeps in
+ * the workspace). Lines are sorted as order-preserving unsigned keys (sort_common.h): AVX-512
+ * networks and quicksort for short lines, LSD radix with skipped constant digits for long ones
+ * (argsort of 4-byte dtypes sorts key << 32 | index words, so indices travel free and equal
+ * keys stay in index order whatever the sort); lines go to threads whole, each with its own
+ * workspace slot. */
 #include "sort/sort_common.h"
 
 typedef struct sort_ctx {
-  int desc, arg, bwd; /* bwd: scatter dy (gout) through the permutation into dx (gin) */
+  int desc, arg, bwd; /* bwd: scatter dy (gout) through the kept permutation into dx (gin) */
 } sort_ctx;
 
 /* Values only: keys without indices (half the bytes moved), stored back through the inverse
@@ -27,43 +29,75 @@ static void sort_values_line(const sort_ctx *s, const opf_case *c, const opf_rge
   if (!srt_wide(dt)) {
     uint32_t *a = slot, *t = a + n;
     srt_keys(c->in[0].data, dt, base, st, n, s->desc, 0, a, NULL);
-    if (n <= SRT_SMALL) srt_ins32(a, n);
-    else a = srt_radix32(a, t, n);
+    a = srt_sort32(a, t, n);
     const uint32_t f = s->desc ? 0xffffffffu : 0;
     for (int64_t k = 0; k < n; k++) srt_unkey32(a[k] ^ f, y, base + k * st, dt);
     return;
   }
   uint64_t *a = slot, *t = a + n;
   srt_keys(c->in[0].data, dt, base, st, n, s->desc, 0, NULL, a);
-  if (n <= SRT_SMALL) srt_ins64(a, n);
-  else if (n > SRT_BIG) srt_radix64_big(a, t, n, 0);
-  else a = srt_radix64(a, t, n, 0);
+  a = srt_sort64(a, t, n, 0);
   const uint64_t f = s->desc ? ~(uint64_t)0 : 0;
   for (int64_t k = 0; k < n; k++) srt_unkey64(a[k] ^ f, y, base + k * st, dt);
 }
 
-/* argsort (indices out) or sort's backward (dx[perm[k]] = dy[k]). */
-static void sort_perm_line(const sort_ctx *s, const opf_case *c, const opf_rgeom *g,
-                           int64_t l, void *slot) {
+/* argsort: the line's int64 positions in sorted order. */
+static void sort_arg_line(const sort_ctx *s, const opf_case *c, const opf_rgeom *g, int64_t l,
+                          void *slot) {
   uint64_t *kk = NULL;
   uint32_t *vv = NULL;
   const uint64_t *pk = srt_line_pairs(c, g, s->desc, l, slot, &kk, &vv);
   const int64_t base = srt_at(g, l, 0), st = g->inner;
-  for (int64_t k = 0; k < g->n; k++) {
-    const int64_t src = pk ? (int64_t)(uint32_t)pk[k] : (int64_t)vv[k], at = base + k * st;
-    if (s->bwd) {
-      const int64_t to = base + src * st;
-      if (c->dtype == OPF_F32) ((float *)c->gin[0].data)[to] = ((const float *)c->gout[0].data)[at];
-      else ((double *)c->gin[0].data)[to] = ((const double *)c->gout[0].data)[at];
-    } else {
-      ((int64_t *)c->out[0].data)[at] = src;
+  for (int64_t k = 0; k < g->n; k++)
+    ((int64_t *)c->out[0].data)[base + k * st] = pk ? (int64_t)(uint32_t)pk[k] : (int64_t)vv[k];
+}
+
+/* sort of a float dtype: the values and the permutation (perm[k]: the line position of y[k],
+ * uint32, in the walk case's out[1]: the workspace) that the backward scatters through, as
+ * PyTorch keeps the indices its sort returns. */
+static void sort_saved_line(const sort_ctx *s, const opf_case *c, const opf_rgeom *g,
+                            int64_t l, void *slot) {
+  uint64_t *kk = NULL;
+  uint32_t *vv = NULL;
+  const uint64_t *pk = srt_line_pairs(c, g, s->desc, l, slot, &kk, &vv);
+  const int64_t base = srt_at(g, l, 0), st = g->inner;
+  uint32_t *perm = c->out[1].data;
+  void *y = c->out[0].data;
+  if (pk) {
+    const uint32_t f = s->desc ? 0xffffffffu : 0;
+    for (int64_t k = 0; k < g->n; k++) {
+      srt_unkey32((uint32_t)(pk[k] >> 32) ^ f, y, base + k * st, c->dtype);
+      perm[base + k * st] = (uint32_t)pk[k];
     }
+  } else {
+    const uint64_t f = s->desc ? ~(uint64_t)0 : 0;
+    for (int64_t k = 0; k < g->n; k++) {
+      srt_unkey64(kk[k] ^ f, y, base + k * st, c->dtype);
+      perm[base + k * st] = vv[k];
+    }
+  }
+}
+
+/* sort's backward: dx[perm[k]] = dy[k] along the line. */
+static void sort_bwd_line(const opf_case *c, const opf_rgeom *g, int64_t l) {
+  const uint32_t *perm = c->out[1].data;
+  const int64_t base = srt_at(g, l, 0), st = g->inner;
+  if (c->dtype == OPF_F32) {
+    const float *dy = c->gout[0].data;
+    float *dx = c->gin[0].data;
+    for (int64_t k = 0; k < g->n; k++) dx[base + (int64_t)perm[base + k * st] * st] = dy[base + k * st];
+  } else {
+    const double *dy = c->gout[0].data;
+    double *dx = c->gin[0].data;
+    for (int64_t k = 0; k < g->n; k++) dx[base + (int64_t)perm[base + k * st] * st] = dy[base + k * st];
   }
 }
 
 static void sort_line(void *ctx, const opf_case *c, const opf_rgeom *g, int64_t l, void *slot) {
   const sort_ctx *s = ctx;
-  if (s->arg || s->bwd) sort_perm_line(s, c, g, l, slot);
+  if (s->bwd) sort_bwd_line(c, g, l);
+  else if (s->arg) sort_arg_line(s, c, g, l, slot);
+  else if (opf_dtype_is_float(c->dtype)) sort_saved_line(s, c, g, l, slot);
   else sort_values_line(s, c, g, l, slot);
 }
 
@@ -83,23 +117,36 @@ static srt_geom sort_geom(const opf_case *c) {
   return s;
 }
 
+/* The permutation's place: after the thread slots of the workspace (sort of a float dtype). */
+static size_t sort_perm_at(const srt_geom *s) { return (s->slot * (size_t)s->slots + 63) / 64 * 64; }
+
 static int sort_run(opf_case *c, int arg, int bwd) {
   const sort_ctx s = {c->p[1] != 0, arg, bwd};
   const srt_geom sg = sort_geom(c);
   if (sg.g.n == 0) return OPF_OK;
   const int64_t n = sg.g.n;
-  const srt_lt fwd_lt[2] = {{&c->in[0], n, 0}, {&c->out[0], n, 1}};
-  const srt_lt bwd_lt[3] = {{&c->in[0], n, 0}, {&c->gout[0], n, 0}, {&c->gin[0], n, 1}};
-  srt_for_lines(&sg, c, sort_line, (void *)&s, bwd ? bwd_lt : fwd_lt, bwd ? 3 : 2);
+  /* the walk's case: out[1] views the saved permutation (int32-sized words) */
+  opf_case w = *c;
+  if (!arg && opf_dtype_is_float(c->dtype)) {
+    w.out[1] = c->out[0];
+    w.out[1].dtype = OPF_I32;
+    w.out[1].nbytes = (size_t)opf_numel(&c->out[0]) * 4;
+    w.out[1].data = (char *)c->ws + sort_perm_at(&sg);
+    w.out[1].owned = 0;
+  }
+  const srt_lt fwd_lt[3] = {{&w.in[0], n, 0}, {&w.out[0], n, 1}, {&w.out[1], n, 1}};
+  const srt_lt bwd_lt[3] = {{&w.gout[0], n, 0}, {&w.out[1], n, 0}, {&w.gin[0], n, 1}};
+  const int nfwd = !arg && opf_dtype_is_float(c->dtype) ? 3 : 2;
+  srt_for_lines(&sg, &w, sort_line, (void *)&s, bwd ? bwd_lt : fwd_lt, bwd ? 3 : nfwd);
   return OPF_OK;
 }
 
 static int sort_forward(opf_case *c) { return sort_run(c, 0, 0); }
 static int argsort_forward(opf_case *c) { return sort_run(c, 1, 0); }
-/* The permutation is recomputed (the forward sorts keys only, the faster sort). */
+/* The backward scatters dy through the permutation the forward kept. */
 static int sort_backward(opf_case *c) {
   if (!c->gin[0].data) return OPF_OK;
-  return sort_run(c, 1, 1);
+  return sort_run(c, 0, 1);
 }
 
 static int sort_infer_kind(opf_case *c, int arg) {
@@ -118,6 +165,7 @@ static int sort_infer_kind(opf_case *c, int arg) {
   if (all) opf_set_out(c, 0, arg ? OPF_I64 : c->dtype, 1, &numel);
   else opf_set_out(c, 0, arg ? OPF_I64 : c->dtype, c->in[0].ndim, c->in[0].shape);
   c->ws_bytes = s.slot * (size_t)s.slots;
+  if (!arg && opf_dtype_is_float(c->dtype)) c->ws_bytes = sort_perm_at(&s) + (size_t)numel * 4;
   return OPF_OK;
 }
 static int sort_infer(opf_case *c) { return sort_infer_kind(c, 0); }
@@ -133,17 +181,18 @@ static int sort_reference(opf_case *c) { return sort_reference_kind(c, 0); }
 static int argsort_reference(opf_case *c) { return sort_reference_kind(c, 1); }
 
 /* Models: the comparison-sort work n log2 n per line (the radix sort does a few passes, but
- * this is the figure sorts are compared by); the backward sorts again. Bytes: read x, write y
- * (int64 for argsort); backward reads x and dy and writes dx. */
+ * this is the figure sorts are compared by); the backward is a scatter (no flops). Bytes: read
+ * x, write y (int64 for argsort); backward reads dy and the kept permutation (4 bytes an
+ * element) and writes dx. */
 static double sort_flops(const opf_case *c, opf_pass p) {
   const srt_geom s = sort_geom(c);
   const double n = (double)s.g.n, w = n > 1 ? (double)s.nlines * n * log2(n) : 0;
-  return opf_pass_sum(p, w, c->op->backward ? w : 0);
+  return opf_pass_sum(p, w, 0);
 }
 static double sort_bytes(const opf_case *c, opf_pass p) {
   const double x = (double)opf_numel(&c->in[0]) * (double)opf_dtype_size(c->dtype);
   const double y = (double)opf_numel(&c->out[0]) * (double)opf_dtype_size(c->out[0].dtype);
-  return opf_pass_sum(p, x + y, 3 * x);
+  return opf_pass_sum(p, x + y, 2 * x + 4.0 * (double)opf_numel(&c->in[0]));
 }
 
 #define SORT_PARAMS                                                                           \

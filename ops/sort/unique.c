@@ -27,8 +27,7 @@ static int unique_forward(opf_case *c) {
   } else if (!srt_wide(dt)) {
     uint32_t *a = c->ws, *t = a + n;
     srt_keys(x, dt, 0, 1, n, 0, 0, a, NULL);
-    if (n <= SRT_SMALL) srt_ins32(a, n);
-    else a = srt_radix32(a, t, n);
+    a = srt_sort32(a, t, n);
     for (int64_t k = 0; k < n; k++) {
       if (k == 0 || a[k] != a[k - 1]) {
         srt_unkey32(a[k], vals, m, dt);
@@ -40,9 +39,7 @@ static int unique_forward(opf_case *c) {
   } else {
     uint64_t *a = c->ws, *t = a + n;
     srt_keys(x, dt, 0, 1, n, 0, 0, NULL, a);
-    if (n <= SRT_SMALL) srt_ins64(a, n);
-    else if (n > SRT_BIG) srt_radix64_big(a, t, n, 0);
-    else a = srt_radix64(a, t, n, 0);
+    a = srt_sort64(a, t, n, 0);
     for (int64_t k = 0; k < n; k++) {
       if (k == 0 || a[k] != a[k - 1]) {
         srt_unkey64(a[k], vals, m, dt);

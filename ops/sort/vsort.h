@@ -1,0 +1,21 @@
+/* vsort.h: vectorised in-place sorts of unsigned keys for the sorting family (ops/sort/):
+ * AVX-512 bitonic networks in registers for short arrays and a quicksort whose partition
+ * compresses each vector into its two sides (the x86-simd-sort scheme NumPy ships), with a
+ * radix-sort fall-back when the recursion runs too deep. Chosen at run time: on CPUs without
+ * AVX-512 (and on other architectures) the functions return 0 and the callers keep their
+ * portable radix and insertion sorts. Not stable: callers use them where equal keys are equal
+ * bit patterns (values) or where every word is distinct (key << 32 | index pairs). */
+#ifndef OPPERF_OPS_VSORT_H
+#define OPPERF_OPS_VSORT_H
+
+#include <stdint.h>
+
+/* 1 when the vector sorts run on this CPU (AVX-512F). */
+int srt_vsort_ok(void);
+
+/* Sort a[0..n) ascending in place; tmp (n words) is scratch for the deep-recursion fall-back.
+ * Return 1 when sorted, 0 when the CPU lacks the ISA (a is then untouched). */
+int srt_vsort64(uint64_t *a, uint64_t *tmp, int64_t n);
+int srt_vsort32(uint32_t *a, uint32_t *tmp, int64_t n);
+
+#endif
