@@ -1,6 +1,7 @@
 /* check.c: the reference check (`opperf run --check`, the tests): run a case's implementation
  * (native, unfused or a plugin's) forward once and the operator's own reference on the same
- * generated inputs, and compare every output with the tolerances the operator tests use. */
+ * generated inputs, and compare every output with the tolerances the operator tests use; and
+ * gradients handed back as views against the materialised ones. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "opperf/harness.h"
 
 double opf_tensor_get(const opf_tensor *t, int64_t k) {
+  if (!t->owned && !opf_tensor_is_contiguous(t)) k = opf_tensor_offset(t, k); /* a view */
   switch (t->dtype) {
   case OPF_F32: return ((const float *)t->data)[k];
   case OPF_F64: return ((const double *)t->data)[k];
@@ -80,5 +82,37 @@ int opf_case_check_reference(const opf_case *c, uint64_t seed, opf_err *err) {
   }
   opf_case_release(&run);
   opf_case_release(&ref);
+  return rc;
+}
+
+int opf_case_check_grad_views(const opf_case *c, uint64_t seed, opf_err *err) {
+  /* The native case hands some gradients back as views of an output gradient; materialize
+   * runs the same kernels writing every gradient. Both run forward and backward on the same
+   * generated inputs and output gradients, and each view is compared element by element
+   * through its strides (opf_tensor_get) with the written gradient. */
+  opf_case nat = *c, mat = *c;
+  nat.chain = mat.chain = NULL;
+  nat.impl = OPF_IMPL_NATIVE;
+  mat.impl = OPF_IMPL_MATERIALIZE;
+  opf_err e;
+  int rc = opf_case_alloc(&nat, 1, &e);
+  if (!rc && (rc = opf_case_alloc(&mat, 1, &e)) != 0) opf_case_release(&nat);
+  if (rc) return opf_err_set(err, rc, "gradient view check: %s", e.msg);
+  if (!(rc = opf_case_fill(&nat, seed, &e))) rc = opf_case_fill(&mat, seed, &e);
+  if (rc) {
+    opf_err_set(err, rc, "gradient view check: %s", e.msg);
+  } else if (opf_case_call(&nat, OPF_PASS_BOTH) || opf_case_call(&mat, OPF_PASS_BOTH)) {
+    rc = opf_err_set(err, OPF_EKERNEL, "gradient view check: a pass failed: %s%s", nat.err.msg,
+                     mat.err.msg);
+  } else {
+    char msg[256];
+    for (int i = 0; i < c->op->n_in && !rc; i++)
+      if (opf_grad_is_view(&nat, i) &&
+          opf_tensor_compare(&nat.gin[i], &mat.gin[i], opf_case_tolerance(c), msg, sizeof msg))
+        rc = opf_err_set(err, OPF_EKERNEL, "gradient of '%s' (a view) differs from the "
+                         "materialised one: %s", c->op->in[i].name, msg);
+  }
+  opf_case_release(&nat);
+  opf_case_release(&mat);
   return rc;
 }

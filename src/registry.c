@@ -89,7 +89,7 @@ int opf_impl_count(void) { return OPF_IMPL_ALT + n_alt_names; }
 
 const char *opf_impl_name(int impl) {
   if (impl >= OPF_IMPL_ALT && impl < opf_impl_count()) return alt_names[impl - OPF_IMPL_ALT];
-  return impl == OPF_IMPL_UNFUSED ? "unfused" : "native";
+  return impl == OPF_IMPL_UNFUSED ? "unfused" : impl == OPF_IMPL_MATERIALIZE ? "materialize" : "native";
 }
 
 int opf_impl_find(const char *name) {
@@ -107,6 +107,7 @@ const opf_op *opf_impl_kernels(const opf_op *op, int impl) {
 int opf_op_has_impl(const opf_op *op, int impl) {
   if (impl == OPF_IMPL_NATIVE) return 1;
   if (impl == OPF_IMPL_UNFUSED) return op->unfused != NULL;
+  if (impl == OPF_IMPL_MATERIALIZE) return op->grad_view != NULL; /* views to materialise */
   return opf_impl_kernels(op, impl) != NULL;
 }
 
@@ -130,7 +131,8 @@ int opf_impl_register(const opf_op *d, int *id, opf_err *err) {
     return opf_err_set(err, OPF_EINVAL, "%s: backward given but %s has no backward pass", n, op->name);
   /* Everything else is the operator's: a value here would be silently ignored, so refuse it. */
   if (d->category || d->dtypes || d->n_in || d->n_out || d->n_params || d->shapes[0].set ||
-      d->infer || d->reference || d->flops || d->bytes || d->tol != 0 || d->unfused || d->inplace[0])
+      d->infer || d->reference || d->flops || d->bytes || d->tol != 0 || d->unfused || d->inplace[0] ||
+      d->grad_view)
     return opf_err_set(err, OPF_EINVAL, "%s: an implementation of %s sets only name, implements, "
                        "summary, forward and backward (the rest is %s's)", n, op->name, op->name);
   if (n_alts == MAX_EXTRA || (k < 0 && n_alt_names == MAX_ALT))
@@ -199,6 +201,8 @@ int opf_op_validate(const opf_op *op, opf_err *err) {
     return opf_err_set(err, OPF_EINVAL, "%s: backward but no differentiable input", n);
   if (!op->backward && ndiff)
     return opf_err_set(err, OPF_EINVAL, "%s: differentiable inputs but no backward", n);
+  if (op->grad_view && !op->backward)
+    return opf_err_set(err, OPF_EINVAL, "%s: gradient views (grad_view) but no backward", n);
   for (int i = 0; i < op->n_out; i++) {
     if (!op->out[i]) return opf_err_set(err, OPF_EINVAL, "%s: output %d has no name", n, i);
     if (op->inplace[i] && (op->inplace[i] < 0 || op->inplace[i] > op->n_in || op->backward))

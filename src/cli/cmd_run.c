@@ -54,7 +54,7 @@ typedef struct run_opts {
   cli_backend_kind backend; /* --backend: src/cli/backend.c */
   const char *metric;     /* --metric: what --compare-baseline compares (time by default) */
   int reps;               /* --repetitions: independent measurements per case, merged */
-  unsigned impls;         /* --impl: mask of 1 << implementation id (default all) */
+  unsigned impls;         /* --impl: mask of 1 << implementation id (default all but materialize) */
   const char *impl_list;  /* --impl as given: parsed once every --plugin is loaded */
   int verbose;            /* -v / OPPERF_VERBOSE: one opperf_verbose line per case pass */
   const char *perf_ctl;   /* --perf-control SPEC (NULL: $OPPERF_PERF_CONTROL) */
@@ -80,11 +80,14 @@ static void usage(void) {
       "  --pass LIST          fwd, bwd, both (forward+backward); default fwd,bwd\n"
       "  --impl LIST          implementations to run side by side: native (the operator's\n"
       "                       kernels), unfused (a fused operator's chain of separate\n"
-      "                       operators), a plugin's name, or all (default)\n"
+      "                       operators), materialize (every gradient written, where native\n"
+      "                       hands views back; bwd and both only), a plugin's name, or all;\n"
+      "                       default: all but materialize\n"
       "  --plugin LIB.so      load operators and implementations from a plugin (repeatable;\n"
       "                       see opperf(1), PLUGINS)\n"
       "  --check              check each case's forward outputs against the operator's\n"
-      "                       reference first (a mismatch fails the case: status error);\n"
+      "                       reference first (a mismatch fails the case: status error),\n"
+      "                       and gradients handed back as views against written ones;\n"
       "                       with --baseline also against the peer (see below)\n"
       "measurement:\n"
       "  --warmup SEC         warm-up time per case (default 0.05)\n"
@@ -312,7 +315,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   o->sets = "standard,skewed";
   o->dtypes = NULL;
   o->passes = "fwd,bwd";
-  o->impls = CLI_IMPLS_ALL;
+  o->impls = CLI_IMPLS_DEFAULT;
   o->reps = 1;
   o->metric = "time";
   o->peer_lib = -1;
@@ -613,6 +616,7 @@ static int case_passes(const run_opts *o, const run_case *c, int pass_mask, opf_
     if (!(pass_mask >> p & 1)) continue;
     /* Default passes: operators without a backward just run forward. */
     if (p != OPF_PASS_FWD && !o->passes_explicit && !opf_case_has_backward(&c->c)) continue;
+    if (p == OPF_PASS_FWD && c->c.impl == OPF_IMPL_MATERIALIZE) continue; /* native's forward */
     if (passes) passes[n] = (opf_pass)p;
     n++;
   }
