@@ -1,6 +1,7 @@
 /* gradview.c: gradients handed back as views of an output gradient (opf_view, op.h): whether a
  * case's input gradient is one, the builders operators declare them with, and the view tensor
  * the case allocation puts in c->gin[i] instead of new memory. */
+#include <stdio.h>
 #include <string.h>
 
 #include "opperf/harness.h"
