@@ -9,7 +9,7 @@
 #
 # Request: {"library": "torch"|"numpy", "settings": {threads, warmup, warmup_calls, min_time,
 # max_time, sample_time, min_runs, max_runs, batch}, "cases": [{id, op, category, dtype, pass,
-# check, inputs: [{name, present, shape, dtype, diff, file, peer_grad_file}], outputs: [{name,
+# check, materialize, inputs: [{name, present, shape, dtype, diff, file, peer_grad_file}], outputs: [{name,
 # shape, dtype, inplace, grad_file, peer_file}], params: {name: value as text}}]}.
 # Answer: {"library": "torch 1.13.0", "cases": [{id, status ("ok", "no-equivalent: why",
 # "error: message"), peer_op, median (s/call), samples, batch, times: [...], check_skip}]};
@@ -29,6 +29,8 @@
 # backward: bwd/both cases answer "no-equivalent: numpy has no autograd".
 # Input gradients are materialised as opperf writes them (each in its own contiguous memory):
 # autograd may return a broadcast view (sum) or the output gradient itself (add), no work.
+# A case with "materialize": false (opperf's native implementation hands some gradients back
+# as views of the output gradient, README "Gradient views") keeps autograd's answer as is.
 import json
 import os
 import sys

@@ -261,11 +261,14 @@ int opf_case_has_backward(const opf_case *c) {
 }
 
 /* Inputs that get a gradient in this case: differentiable, present and floating point. */
-static int wants_grad(const opf_case *c, int i) {
+int opf_case_wants_grad(const opf_case *c, int i) {
   return c->present[i] && (c->op->in[i].flags & OPF_IN_DIFF) && opf_dtype_is_float(c->in[i].dtype);
 }
 
 int opf_case_set_impl(opf_case *c, int impl, opf_err *err) {
+  if (impl == OPF_IMPL_MATERIALIZE && !c->op->grad_view)
+    return opf_err_set(err, OPF_EUNSUPPORTED, "%s hands back no gradient views: implementation "
+                       "'materialize' is its native one", c->op->name);
   if (impl >= OPF_IMPL_ALT && !opf_impl_kernels(c->op, impl))
     return opf_err_set(err, OPF_EUNSUPPORTED, "%s has no implementation '%s'", c->op->name,
                        opf_impl_name(impl));
@@ -295,7 +298,8 @@ uint64_t opf_case_footprint(const opf_case *c, int with_grad) {
     if (!c->present[i]) continue;
     uint64_t b = opf_tensor_bytes(&c->in[i], &ovf);
     if (ovf) return UINT64_MAX;
-    total += b * (with_grad && wants_grad(c, i) ? 2 : 1);
+    /* a gradient handed back as a view of an output gradient takes no memory of its own */
+    total += b * (with_grad && opf_case_wants_grad(c, i) && !opf_case_grad_view(c, i, NULL) ? 2 : 1);
   }
   for (int i = 0; i < c->op->n_out; i++) {
     if (c->op->inplace[i]) continue; /* shares its input's storage */
@@ -333,8 +337,9 @@ int opf_case_alloc(opf_case *c, int with_grad, opf_err *err) {
   if (with_grad) {
     for (int i = 0; i < op->n_out && !rc; i++)
       if (opf_dtype_is_float(c->out[i].dtype)) rc = alloc_like(&c->gout[i], &c->out[i], err);
+    if (!rc) opf_case_grad_views_bind(c); /* views of the output gradients: no memory */
     for (int i = 0; i < op->n_in && !rc; i++)
-      if (wants_grad(c, i)) rc = alloc_like(&c->gin[i], &c->in[i], err);
+      if (opf_case_wants_grad(c, i) && !opf_grad_is_view(c, i)) rc = alloc_like(&c->gin[i], &c->in[i], err);
   }
   if (!rc && c->impl == OPF_IMPL_UNFUSED) {
     rc = opf_chain_plan(c, &c->chain, err);
@@ -387,6 +392,7 @@ void opf_case_release(opf_case *c) {
   }
   opf_free(c->ws);
   c->ws = NULL;
+  memset(c->gview, 0, sizeof c->gview);
 }
 
 int opf_case_param_str(const opf_case *c, int i, char *buf, size_t n) {

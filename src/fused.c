@@ -39,10 +39,6 @@ static int find_param(const opf_op *op, const char *name) {
   return -1;
 }
 
-static int wants_grad(const opf_case *c, int i) {
-  return c->present[i] && (c->op->in[i].flags & OPF_IN_DIFF) && opf_dtype_is_float(c->in[i].dtype);
-}
-
 /* Append "name=value" to a spec under construction. */
 static int spec_add(char *spec, size_t n, size_t *off, const char *item) {
   int w = snprintf(spec + *off, n - *off, "%s%s", *off ? " " : "", item);
@@ -164,11 +160,11 @@ int opf_chain_plan(const opf_case *c, struct opf_chain **out, opf_err *err) {
     const opf_case *sc = &ch->st[s].c;
     for (int i = 0; !rc && i < sc->op->n_in; i++) {
       int b = ch->st[s].bind[i];
-      if (b == BIND_PREV && upstream && (!wants_grad(sc, i) || !sc->op->backward))
+      if (b == BIND_PREV && upstream && (!opf_case_wants_grad(sc, i) || !sc->op->backward))
         rc = opf_err_set(err, OPF_EINVAL, "%s: unfused stage %d (%s) passes no gradient back to the stage before it",
                          op->name, s + 1, sc->op->name);
       if (b < 0 || !(op->in[b].flags & OPF_IN_DIFF) || !opf_dtype_is_float(c->in[b].dtype)) continue;
-      if (!wants_grad(sc, i) || !sc->op->backward)
+      if (!opf_case_wants_grad(sc, i) || !sc->op->backward)
         rc = opf_err_set(err, OPF_EINVAL, "%s: input '%s' has a gradient, but unfused stage %d (%s) computes none for it",
                          op->name, op->in[b].name, s + 1, sc->op->name);
       upstream = 1;
@@ -238,7 +234,7 @@ int opf_chain_alloc(struct opf_chain *ch, opf_case *c, int with_grad, opf_err *e
     chain_stage *st = &ch->st[s];
     opf_case *sc = &st->c;
     for (int i = 0; i < sc->op->n_in && !rc; i++) {
-      if (!wants_grad(sc, i)) continue;
+      if (!opf_case_wants_grad(sc, i)) continue;
       int b = st->bind[i];
       if (b >= 0 && c->gin[b].data) view_of(&sc->gin[i], &c->gin[b]);
       else rc = alloc_zero(&sc->gin[i], &sc->in[i], err);

@@ -376,6 +376,7 @@ void opf_result_init(opf_result *r, const opf_case *c, const char *set, opf_pass
   fill_info(r, c);
   r->flops = (op->flops ? op->flops : opf_default_flops)(c, pass);
   r->bytes = (op->bytes ? op->bytes : opf_default_bytes)(c, pass);
+  if (pass != OPF_PASS_FWD) opf_case_grad_views(c, r->grad_views, sizeof r->grad_views);
   for (size_t i = 0; pmu && i < opf_pmu_count(pmu) && i < OPF_PMU_MAX_EVENTS; i++) {
     const opf_pmu_event *e = opf_pmu_event_at(pmu, i);
     opf_event_result *er = &r->events[r->n_events++];
@@ -407,6 +408,11 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
   if (s->check && pass != OPF_PASS_BWD) { /* --check: forward vs the reference, before timing */
     opf_err ce;
     if (opf_case_check_reference(c, s->seed, &ce)) return fail(r, OPF_ST_ERROR, "%s", ce.msg);
+    snprintf(r->check, sizeof r->check, "passed");
+  }
+  if (s->check && r->grad_views[0]) { /* gradient views against the materialised gradients */
+    opf_err ce;
+    if (opf_case_check_grad_views(c, s->seed, &ce)) return fail(r, OPF_ST_ERROR, "%s", ce.msg);
     snprintf(r->check, sizeof r->check, "passed");
   }
 

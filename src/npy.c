@@ -207,7 +207,16 @@ int opf_npy_save(const char *path, const opf_tensor *t, opf_err *err) {
   hdr[7] = 0;
   hdr[8] = (char)(hlen & 0xff);
   hdr[9] = (char)(hlen >> 8);
-  const void *parts[2] = {hdr, t->data};
-  size_t lens[2] = {(size_t)(10 + hlen), (size_t)opf_numel(t) * opf_dtype_size(t->dtype)};
-  return opf_write_atomic_parts(path, parts, lens, 2, err);
+  size_t nb = (size_t)opf_numel(t) * opf_dtype_size(t->dtype);
+  void *dense = NULL; /* a strided view (a gradient handed back as a view) is written row-major */
+  if (!opf_tensor_is_contiguous(t)) {
+    if (!(dense = malloc(nb ? nb : 1)))
+      return opf_err_set(err, OPF_ENOMEM, "cannot allocate %zu bytes to save '%s'", nb, path);
+    opf_tensor_gather(t, dense);
+  }
+  const void *parts[2] = {hdr, dense ? dense : t->data};
+  size_t lens[2] = {(size_t)(10 + hlen), nb};
+  int rc = opf_write_atomic_parts(path, parts, lens, 2, err);
+  free(dense);
+  return rc;
 }

@@ -54,6 +54,10 @@ static cJSON *case_json(const opf_peer_req_case *rc, int id) {
   cJSON_AddStringToObject(o, "dtype", opf_dtype_name(c->dtype));
   cJSON_AddStringToObject(o, "pass", opf_pass_name(rc->pass));
   cJSON_AddBoolToObject(o, "check", rc->check);
+  if (grad) { /* where opperf hands gradients back as views, the peer keeps autograd's views */
+    char views[96];
+    cJSON_AddBoolToObject(o, "materialize", opf_case_grad_views(c, views, sizeof views) == 0);
+  }
   cJSON *ins = cJSON_AddArrayToObject(o, "inputs");
   for (int i = 0; i < op->n_in; i++) {
     cJSON *t = cJSON_CreateObject();

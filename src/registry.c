@@ -90,7 +90,7 @@ int opf_impl_count(void) { return OPF_IMPL_ALT + n_alt_names; }
 
 const char *opf_impl_name(int impl) {
   if (impl >= OPF_IMPL_ALT && impl < opf_impl_count()) return alt_names[impl - OPF_IMPL_ALT];
-  return impl == OPF_IMPL_UNFUSED ? "unfused" : "native";
+  return impl == OPF_IMPL_UNFUSED ? "unfused" : impl == OPF_IMPL_MATERIALIZE ? "materialize" : "native";
 }
 
 int opf_impl_find(const char *name) {
@@ -108,6 +108,7 @@ const opf_op *opf_impl_kernels(const opf_op *op, int impl) {
 int opf_op_has_impl(const opf_op *op, int impl) {
   if (impl == OPF_IMPL_NATIVE) return 1;
   if (impl == OPF_IMPL_UNFUSED) return op->unfused != NULL;
+  if (impl == OPF_IMPL_MATERIALIZE) return op->grad_view != NULL; /* views to materialise */
   return opf_impl_kernels(op, impl) != NULL;
 }
 
@@ -131,7 +132,8 @@ int opf_impl_register(const opf_op *d, int *id, opf_err *err) {
     return opf_err_set(err, OPF_EINVAL, "%s: backward given but %s has no backward pass", n, op->name);
   /* Everything else is the operator's: a value here would be silently ignored, so refuse it. */
   if (d->category || d->dtypes || d->n_in || d->n_out || d->n_params || d->shapes[0].set ||
-      d->infer || d->reference || d->flops || d->bytes || d->tol != 0 || d->unfused || d->inplace[0])
+      d->infer || d->reference || d->flops || d->bytes || d->tol != 0 || d->unfused || d->inplace[0] ||
+      d->grad_view)
     return opf_err_set(err, OPF_EINVAL, "%s: an implementation of %s sets only name, implements, "
                        "summary, forward and backward (the rest is %s's)", n, op->name, op->name);
   if (n_alts == MAX_EXTRA || (k < 0 && n_alt_names == MAX_ALT))

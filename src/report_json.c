@@ -143,6 +143,7 @@ static cJSON *result_json(const opf_result *r) {
   cJSON_AddStringToObject(o, "status", opf_status_name(r->status));
   if (r->message[0]) cJSON_AddStringToObject(o, "message", r->message);
   if (r->check[0]) cJSON_AddStringToObject(o, "reference_check", r->check); /* --check */
+  if (r->grad_views[0]) cJSON_AddStringToObject(o, "grad_views", r->grad_views); /* no data moved */
   if (r->simulated) cJSON_AddTrueToObject(o, "simulated"); /* --backend callgrind */
   if (r->saved[0]) cJSON_AddStringToObject(o, "saved_prefix", r->saved);
   opf_peer_json(o, r); /* --baseline torch|numpy */

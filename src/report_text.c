@@ -259,10 +259,12 @@ static int text_render(opf_emitter *e, int md) {
       double tu = unfused_time(p, r);
       char gain[48] = "";
       if (tu > 0 && r->time.median > 0) snprintf(gain, sizeof gain, ", fusion gain %.2fx", tu / r->time.median);
-      opf_textable_cell(t, c_note, "ok%s%s%s%s%s", r->check[0] ? ", reference ok" : "",
+      char views[128] = ""; /* gradients handed back as views: no data moved for them */
+      if (r->grad_views[0]) snprintf(views, sizeof views, ", views %s", r->grad_views);
+      opf_textable_cell(t, c_note, "ok%s%s%s%s%s%s", r->check[0] ? ", reference ok" : "",
                         r->time.outliers ? ", outliers: " : "",
                         r->time.outliers ? (snprintf(b, sizeof b, "%d", r->time.outliers), b) : "", gain,
-                        td_note);
+                        views, td_note);
     }
   }
   print_header(e, e->out, md);

@@ -55,6 +55,35 @@ void opf_tensor_set_shape(opf_tensor *t, opf_dtype d, int ndim, const int64_t *s
   }
 }
 
+int opf_tensor_is_contiguous(const opf_tensor *t) {
+  int64_t s = 1;
+  for (int i = t->ndim - 1; i >= 0; i--) {
+    if (t->shape[i] != 1 && t->strides[i] != s) return 0;
+    s = mul_sat(s, t->shape[i]);
+  }
+  return 1;
+}
+
+int64_t opf_tensor_offset(const opf_tensor *t, int64_t k) {
+  int64_t off = 0;
+  for (int i = t->ndim - 1; i >= 0 && k > 0; i--) {
+    off += (k % t->shape[i]) * t->strides[i];
+    k /= t->shape[i];
+  }
+  return off;
+}
+
+void opf_tensor_gather(const opf_tensor *t, void *dst) {
+  const size_t es = opf_dtype_size(t->dtype);
+  const int64_t n = opf_numel(t);
+  if (opf_tensor_is_contiguous(t)) {
+    if (n > 0) memcpy(dst, t->data, (size_t)n * es);
+    return;
+  }
+  for (int64_t k = 0; k < n; k++)
+    memcpy((char *)dst + (size_t)k * es, (const char *)t->data + opf_tensor_offset(t, k) * (int64_t)es, es);
+}
+
 size_t opf_tensor_bytes(const opf_tensor *t, int *overflow) {
   unsigned __int128 n = opf_dtype_size(t->dtype);
   for (int i = 0; i < t->ndim; i++) {

@@ -32,6 +32,8 @@ int opf_op_validate(const opf_op *op, opf_err *err) {
     return opf_err_set(err, OPF_EINVAL, "%s: backward but no differentiable input", n);
   if (!op->backward && ndiff)
     return opf_err_set(err, OPF_EINVAL, "%s: differentiable inputs but no backward", n);
+  if (op->grad_view && !op->backward)
+    return opf_err_set(err, OPF_EINVAL, "%s: gradient views (grad_view) but no backward", n);
   for (int i = 0; i < op->n_out; i++) {
     if (!op->out[i]) return opf_err_set(err, OPF_EINVAL, "%s: output %d has no name", n, i);
     if (op->inplace[i] && (op->inplace[i] < 0 || op->inplace[i] > op->n_in || op->backward))
@@ -87,4 +89,3 @@ int opf_op_validate(const opf_op *op, opf_err *err) {
     return opf_err_set(err, OPF_EINVAL, "%s: needs 'standard' and 'small' shape sets", n);
   return OPF_OK;
 }
-

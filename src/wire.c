@@ -89,7 +89,7 @@ TABLE(profile_t, opf_profile_summary, profile_f);
 /* Scalars first: a count arrives before the array it counts. */
 static const wfield result_f[] = {
     STR(1, opf_result, op),          STR(2, opf_result, category),   STR(3, opf_result, impl),
-    STR(4, opf_result, set),         STR(5, opf_result, spec),       STR(6, opf_result, params),
+    STR(4, opf_result, set),         STR(55, opf_result, grad_views),         STR(5, opf_result, spec),       STR(6, opf_result, params),
     NUM(7, opf_result, dtype),       NUM(8, opf_result, pass),       NUM(9, opf_result, status),
     STR(10, opf_result, message),    STR(11, opf_result, saved),     STR(12, opf_result, check),
     NUM(13, opf_result, n_tensors),  NUM(14, opf_result, batch),     NUM(15, opf_result, n_samples),

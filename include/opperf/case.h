@@ -30,6 +30,15 @@ int opf_case_param_str(const opf_case *c, int i, char *buf, size_t n);
 char *opf_case_params_str(const opf_case *c, char *buf, size_t n);
 /* Does the case have a backward pass (a backward kernel and at least one float output)? */
 int opf_case_has_backward(const opf_case *c);
+/* Does input i get a gradient in this case (differentiable, present, floating point)? */
+int opf_case_wants_grad(const opf_case *c, int i);
+/* Gradient views (src/gradview.c; op.h, opf_view): with output gradients allocated, make
+ * c->gin[i] the view of every input whose gradient is one (opf_case_grad_view) and record it
+ * in c->gview; returns how many. opf_case_alloc calls it. */
+int opf_case_grad_views_bind(opf_case *c);
+/* "a:alias b:alias", "x:broadcast": the inputs whose gradients are views in this case and of
+ * which kind; returns their count ("" and 0: none). */
+int opf_case_grad_views(const opf_case *c, char *buf, size_t n);
 /* Run one pass once (used by the harness and the tests). */
 int opf_case_call(opf_case *c, opf_pass p);
 /* A valid random spec for op (--random-shapes): draw `index` of the stream under seed, made
@@ -42,9 +51,15 @@ int opf_random_spec(const opf_op *op, opf_dtype dt, uint64_t seed, int index, ch
  * every output is compared within opf_case_tolerance. OPF_OK when they agree; OPF_EKERNEL
  * with the first differing element (or a failing kernel) in err. */
 int opf_case_check_reference(const opf_case *c, uint64_t seed, opf_err *err);
+/* --check for bwd and both: when the native case hands gradients back as views (op.h,
+ * opf_view), run it and implementation materialize forward and backward on inputs from seed,
+ * and compare each view, element by element through its strides, with the written gradient.
+ * OPF_OK when they agree (or no gradient is a view); OPF_EKERNEL with the first differing
+ * element otherwise. */
+int opf_case_check_grad_views(const opf_case *c, uint64_t seed, opf_err *err);
 /* Relative tolerance against the reference: float64 1e-9, float32 op->tol (default 1e-4). */
 double opf_case_tolerance(const opf_case *c);
-/* Element k of a tensor as a double. */
+/* Row-major element k of a tensor as a double (a view: through its strides). */
 double opf_tensor_get(const opf_tensor *t, int64_t k);
 /* 0 when got matches want within rtol (relative to each element plus the mean magnitude;
  * integers exact, NaN matches NaN); else 1 and a message naming the first bad element. */

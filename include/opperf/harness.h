@@ -149,6 +149,8 @@ struct opf_result {
   char message[OPF_ERR_MSG_MAX];
   char saved[320];      /* --save-tensors: path prefix of this case's .npy files, else "" */
   char check[8];        /* --check: "passed" (a failed check is status error), else "" */
+  char grad_views[96];  /* bwd, both: input gradients handed back as views, "a:alias b:alias"
+                         * (opf_case_grad_views; they move no data), else "" */
   int n_tensors;
   opf_tensor_info tensors[OPF_MAX_IN + OPF_MAX_OUT];
   /* time */

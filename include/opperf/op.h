@@ -25,6 +25,21 @@ const char *opf_pass_name(opf_pass p); /* "fwd", "bwd", "both" */
 
 typedef struct opf_case opf_case;
 typedef struct opf_rng opf_rng;
+
+/* ---- gradient views ----
+ * A backward may hand an input's gradient back as a view of an output gradient instead of
+ * writing it: the incoming gradient itself (add's da), a broadcast of it (stride 0: sum's dx),
+ * a narrowed or strided view (concat's pieces, stack's slices, transpose's inverse
+ * permutation). A view's shape is the input's; it moves no data (a scaled gradient, mean's
+ * dy / n, is not a view: it is computed). The harness builds the view tensor (c->gin[i], not
+ * owned, data at the offset, these strides) once per case, and the backward leaves such an
+ * input alone (opf_grad_is_view). Implementation "materialize" ignores the declaration: the
+ * backward then writes every gradient into its own contiguous memory, as before. */
+typedef struct opf_view {
+  int of;                        /* 1 + the index of the output gradient viewed; 0: no view */
+  int64_t offset;                /* elements from that gradient's first element */
+  int64_t strides[OPF_MAX_DIMS]; /* per axis of the input's shape, in elements (0: broadcast) */
+} opf_view;
 typedef int (*opf_kernel_fn)(opf_case *c);
 
 /* ---- inputs ---- */
@@ -134,11 +149,16 @@ typedef struct opf_op {
    * and only .summary, .forward and .backward may be set: inputs, params, shapes, infer
    * (so the workspace), reference and models are the operator's. NULL: an operator. */
   const char *implements;
+  /* Gradient views (see opf_view): for a differentiable input i of a resolved case (shapes and
+   * params set, tensors not yet allocated; output gradients contiguous), return 1 and fill v
+   * when its gradient is a view of an output gradient, else 0. Shapes and params only: the
+   * same case always gets the same answer. NULL: every gradient is written. */
+  int (*grad_view)(const opf_case *c, int i, opf_view *v);
 } opf_op;
 
 /* Plugins are checked against it (opperf/plugin.h): bump it whenever the layout of opf_op,
  * opf_case or opf_tensor changes, or a function plugins may call changes its meaning. */
-#define OPF_OP_ABI 1u
+#define OPF_OP_ABI 2u
 /* Define a descriptor: `OPPERF_OP(add) = { .name = "add", ... };` (at the start of a line:
  * the registry generator looks for it there). */
 #define OPPERF_OP(id) const opf_op opf_op_##id
@@ -165,11 +185,33 @@ struct opf_case {
    * an id >= OPF_IMPL_ALT from opf_impl_register (another implementation's kernels). */
   int impl;
   struct opf_chain *chain;
+  /* Input gradients that are views (set by opf_case_alloc from op->grad_view; .of 0: written
+   * by the backward). */
+  opf_view gview[OPF_MAX_IN];
 };
 
-enum { OPF_IMPL_NATIVE = 0, OPF_IMPL_UNFUSED = 1, OPF_IMPL_ALT = 2 };
+/* OPF_IMPL_MATERIALIZE: the native kernels with every gradient written to its own memory
+ * (operators with .grad_view), to compare with the views the native implementation hands back. */
+enum { OPF_IMPL_NATIVE = 0, OPF_IMPL_UNFUSED = 1, OPF_IMPL_MATERIALIZE = 2, OPF_IMPL_ALT = 3 };
 #define OPF_MAX_IMPLS 32 /* implementation ids, OPF_IMPL_NATIVE .. OPF_MAX_IMPLS - 1 */
-const char *opf_impl_name(int impl); /* "native", "unfused", a registered implementation's name */
+const char *opf_impl_name(int impl); /* "native", "unfused", "materialize", a registered one's */
+
+/* Is input i's gradient a view in this (allocated) case? Backward kernels skip such inputs. */
+static inline int opf_grad_is_view(const opf_case *c, int i) { return c->gview[i].of != 0; }
+/* Would input i's gradient be a view in this resolved case (implementation native, the
+ * operator declares it)? For the models (bytes moved) before allocation; fills v when given. */
+int opf_case_grad_view(const opf_case *c, int i, opf_view *v);
+/* View builders for .grad_view hooks (of output gradient `out`, contiguous; they return 1):
+ * alias: the whole gradient read in input i's shape (same element count: add's same-shape
+ * input, reshape); narrow: the slice of the gradient starting at index `start` of `axis`,
+ * input i's extent long (concat), or with keep_axis 0 the index `start` of an axis the input
+ * does not have (stack). A broadcast (sum) sets strides 0 itself. */
+int opf_view_alias(const opf_case *c, int i, int out, opf_view *v);
+int opf_view_narrow(const opf_case *c, int i, int out, int axis, int64_t start, int keep_axis,
+                    opf_view *v);
+/* "alias" (the output gradient itself), "broadcast" (some stride 0) or "strided" (narrowed,
+ * permuted): what kind of view v of input i is. */
+const char *opf_view_kind(const opf_case *c, int i, const opf_view *v);
 
 int opf_case_error(opf_case *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -39,7 +39,7 @@ typedef struct opf_tensor {
   int64_t shape[OPF_MAX_DIMS];
   int64_t strides[OPF_MAX_DIMS]; /* in elements; contiguous row-major unless a view */
   void *data;
-  size_t nbytes;                 /* bytes of data */
+  size_t nbytes;                 /* bytes of data (0 for a strided view: it owns none) */
   int owned;                     /* data came from opf_tensor_alloc (0 for views) */
 } opf_tensor;
 
@@ -47,6 +47,13 @@ int64_t opf_numel(const opf_tensor *t);
 int64_t opf_shape_numel(int ndim, const int64_t *shape);
 /* Set shape and contiguous strides (no allocation). ndim 0 is a scalar. */
 void opf_tensor_set_shape(opf_tensor *t, opf_dtype d, int ndim, const int64_t *shape);
+/* Are the strides the contiguous row-major ones (size-1 axes ignored)? */
+int opf_tensor_is_contiguous(const opf_tensor *t);
+/* Element offset (from data) of row-major element k, through the strides. */
+int64_t opf_tensor_offset(const opf_tensor *t, int64_t k);
+/* Copy the elements of t (any strides, stride 0 too) in row-major order into dst, which holds
+ * numel * dtype size bytes. */
+void opf_tensor_gather(const opf_tensor *t, void *dst);
 /* Bytes a contiguous tensor of this shape needs; returns 0 on overflow (and sets *overflow). */
 size_t opf_tensor_bytes(const opf_tensor *t, int *overflow);
 /* Allocate contiguous storage through the tracked allocator. OPF_ENOMEM on failure. */

@@ -44,6 +44,13 @@ BO_ENTRIES(sub, sub_impl)
 BO_ENTRIES(mul, mul_impl)
 BO_ENTRIES(div, div_impl)
 
+/* Gradient views: the gradient of an input of the output's shape is g itself for add, and
+ * for sub's a (sub's db = -g is computed: a scaled gradient is not a view). */
+static int add_grad_view(const opf_case *c, int i, opf_view *v) { return opf_view_alias(c, i, 0, v); }
+static int sub_grad_view(const opf_case *c, int i, opf_view *v) {
+  return i == 0 && opf_view_alias(c, i, 0, v);
+}
+
 #define ARITH_COMMON                                                                          \
   .abi = OPF_OP_ABI, .category = "binary", .n_in = 2, .n_out = 1, .out = {"y"},               \
   .shapes = BO_SHAPES, .infer = bo_infer, .dtypes = OPF_DT_ALL
@@ -51,6 +58,7 @@ BO_ENTRIES(div, div_impl)
 OPPERF_OP(add) = {
     ARITH_COMMON,
     BO_HOOKS(add),
+    .grad_view = add_grad_view,
     .name = "add",
     .summary = "elementwise a + b with broadcasting",
     .in = {BO_INPUT("a", -10, 10), BO_INPUT("b", -10, 10)},
@@ -59,6 +67,7 @@ OPPERF_OP(add) = {
 OPPERF_OP(sub) = {
     ARITH_COMMON,
     BO_HOOKS(sub),
+    .grad_view = sub_grad_view,
     .name = "sub",
     .summary = "elementwise a - b with broadcasting",
     .in = {BO_INPUT("a", -10, 10), BO_INPUT("b", -10, 10)},

@@ -457,14 +457,17 @@ static inline void bo_both_range(int64_t lo, int64_t hi, void *ctx) {
 static inline int bo_backward(opf_case *c, const bo_impl *im) {
   const int f64 = c->dtype == OPF_F64;
   const int64_t n = opf_numel(&c->out[0]);
-  if (im->both[f64] && c->gin[0].data && c->gin[1].data && opf_numel(&c->in[0]) == n &&
+  /* Gradients to write: present, and not handed back as a view of g (add's, sub's da). */
+  const int w0 = c->gin[0].data && !opf_grad_is_view(c, 0);
+  const int w1 = c->gin[1].data && !opf_grad_is_view(c, 1);
+  if (im->both[f64] && w0 && w1 && opf_numel(&c->in[0]) == n &&
       opf_numel(&c->in[1]) == n) { /* same shape: no reduction, one fused pass */
     bo_both_ctx x = {c, im->both[f64]};
     opf_parallel_range(n, OPF_PAR_MIN, bo_both_range, &x);
     return OPF_OK;
   }
   for (int f = 0; f < 2; f++) /* one input full-shape, the other reduced: one fused pass */
-    if (im->fused[f][f64] && c->gin[0].data && c->gin[1].data &&
+    if (im->fused[f][f64] && w0 && w1 &&
         opf_numel(&c->in[f]) == n && opf_numel(&c->in[1 - f]) < n) {
       const opf_tensor *t[6] = {&c->gin[1 - f], &c->out[0], &c->in[0],
                                 &c->in[1],      &c->out[0], &c->gin[f]};
@@ -476,7 +479,7 @@ static inline int bo_backward(opf_case *c, const bo_impl *im) {
       return OPF_OK;
     }
   for (int i = 0; i < 2; i++) {
-    if (!c->gin[i].data) continue;
+    if (!(i ? w1 : w0)) continue;
     bc_plan p;
     bo_grad_plan(c, &c->gin[i], &p);
     void *base[5] = {c->gin[i].data, c->gout[0].data, c->in[0].data, c->in[1].data,
@@ -559,8 +562,10 @@ static inline double bo_bytes(const opf_case *c, opf_pass p, const bo_impl *im) 
   double ny = (double)opf_numel(&c->out[0]), na = (double)opf_numel(&c->in[0]) * es,
          nb = (double)opf_numel(&c->in[1]) * es;
   double fwd = na + nb + ny * (double)opf_dtype_size(c->out[0].dtype);
-  double bwd = ny * es + na + nb + (im->grad_reads_ab ? na + nb : 0) +
-               (im->grad_reads_y ? ny * es : 0);
+  /* A gradient handed back as a view of g is neither written nor reads g. */
+  const int va = opf_case_grad_view(c, 0, NULL), vb = opf_case_grad_view(c, 1, NULL);
+  double bwd = (va && vb ? 0 : ny * es) + (va ? 0 : na) + (vb ? 0 : nb) +
+               (im->grad_reads_ab ? na + nb : 0) + (im->grad_reads_y ? ny * es : 0);
   return opf_pass_sum(p, fwd, bwd);
 }
 

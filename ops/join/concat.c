@@ -227,11 +227,26 @@ static int join_run(opf_case *c, int stack, int bwd) {
     const opf_tensor *t = &c->in[i];
     int64_t len = stack ? opf_shape_numel(t->ndim - axis, t->shape + axis)
                         : t->shape[axis] * cat_inner(t, axis);
-    cat_add(&x, bwd ? c->gin[i].data : t->data, len);
+    /* a gradient handed back as a view of g is not written (NULL: the walk skips it) */
+    cat_add(&x, !bwd ? t->data : opf_grad_is_view(c, i) ? NULL : c->gin[i].data, len);
   }
-  cat_go(&x, opf_numel(&c->out[0]));
+  int moves = 0;
+  for (int k = 0; k < x.n; k++) moves += x.part[k] != NULL;
+  if (moves) cat_go(&x, opf_numel(&c->out[0])); /* every gradient a view: nothing to move */
   return OPF_OK;
 }
+
+/* Gradient views: each piece's gradient is its slice of g, narrowed along the axis from the
+ * piece's start (concat) or the piece's index on the new axis (stack). */
+static int join_grad_view(const opf_case *c, int i, opf_view *v, int stack) {
+  const int axis = stack ? stack_axis(c) : cat_axis(c, c->in[0].ndim);
+  int64_t start = 0;
+  for (int k = 0; k < i; k++)
+    if (c->present[k]) start += stack ? 1 : c->in[k].shape[axis];
+  return opf_view_narrow(c, i, 0, axis, start, !stack, v);
+}
+static int cat_grad_view(const opf_case *c, int i, opf_view *v) { return join_grad_view(c, i, v, 0); }
+static int stack_grad_view(const opf_case *c, int i, opf_view *v) { return join_grad_view(c, i, v, 1); }
 
 static int cat_forward(opf_case *c) { return join_run(c, 0, 0); }
 static int cat_backward(opf_case *c) { return join_run(c, 0, 1); }
@@ -380,7 +395,11 @@ static int split_reference(opf_case *c) {
 /* ---- models ---- */
 /* Every element of the joined tensor is read once and written once per pass. */
 static double cat_bytes(const opf_case *c, opf_pass p) {
-  return lin_move_bytes(c, opf_numel(&c->out[0]), p);
+  int64_t moved = 0; /* backward: the pieces whose gradient is not a view of g */
+  for (int i = 0; i < CAT_MAX; i++)
+    if (c->present[i] && !opf_case_grad_view(c, i, NULL)) moved += opf_numel(&c->in[i]);
+  const double es = (double)opf_dtype_size(c->dtype);
+  return opf_pass_sum(p, 2.0 * (double)opf_numel(&c->out[0]) * es, 2.0 * (double)moved * es);
 }
 static double split_bytes(const opf_case *c, opf_pass p) {
   return lin_move_bytes(c, opf_numel(&c->in[0]), p);
@@ -431,6 +450,7 @@ OPPERF_OP(concat) = {
     .infer = cat_infer,
     .forward = cat_forward,
     .backward = cat_backward,
+    .grad_view = cat_grad_view,
     .reference = cat_reference,
     .flops = lin_move_flops,
     .bytes = cat_bytes,
@@ -474,6 +494,7 @@ OPPERF_OP(stack) = {
     .infer = stack_infer,
     .forward = stack_forward,
     .backward = stack_backward,
+    .grad_view = stack_grad_view,
     .reference = stack_reference,
     .flops = lin_move_flops,
     .bytes = cat_bytes,

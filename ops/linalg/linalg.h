@@ -342,15 +342,16 @@ int opf_lin_ref_nomem(opf_case *c, int64_t n);
 
 /* ---- data movement ---- */
 
-/* Models of a pure data movement (transpose, concat): no arithmetic, and each pass reads and
- * writes n elements once. */
+/* Models of a pure data movement (transpose, reshape, split): no arithmetic, and each pass
+ * reads and writes n elements once; a backward that hands dx (input 0's gradient, the only
+ * one) back as a view of g moves nothing. */
 static inline double lin_move_flops(const opf_case *c, opf_pass p) {
   (void)c, (void)p;
   return 0;
 }
 static inline double lin_move_bytes(const opf_case *c, int64_t n, opf_pass p) {
   double b = 2.0 * (double)n * (double)opf_dtype_size(c->dtype);
-  return opf_pass_sum(p, b, b);
+  return opf_pass_sum(p, b, opf_case_grad_view(c, 0, NULL) ? 0 : b);
 }
 
 /* Copy n bytes (a multiple of 4). Runs under 64 bytes, such as the 10-element rows of a

@@ -319,7 +319,7 @@ static void red_bmap_run(red_bwd_ctx *b) {
 /* The map and its coefficients per kind: a = dy (scaled by s) or a coefficient array computed
  * from dy, y (and the forward's mean for var/std); b = y, the mean, or unused. */
 static int red_map_backward(opf_case *c, int kind) {
-  if (!c->gin[0].data) return OPF_OK;
+  if (!c->gin[0].data || opf_grad_is_view(c, 0)) return OPF_OK; /* sum: dy broadcast, a view */
   const red_plan p = red_make_plan(c, kind);
   if (p.nout == 0 || p.g.n == 0) {
     memset(c->gin[0].data, 0, c->gin[0].nbytes);
@@ -344,6 +344,23 @@ static int red_map_backward(opf_case *c, int kind) {
   if (kind == RED_PROD || kind == RED_NANPROD)
     opf_parallel_range(p.nout, (OPF_PAR_MIN + p.g.n - 1) / p.g.n, prod_fix_range, &b);
   return OPF_OK;
+}
+
+/* sum's dx is dy broadcast over the reduced axes: a view of dy with stride 0 there and, on
+ * the kept axes, dy's own strides (dy is outer x inner, keepdims or not). mean's dx = dy / n
+ * is scaled, not a view: it stays one fused fill (RED_BK_CONST with the scale), written. */
+static int sum_grad_view(const opf_case *c, int i, opf_view *v) {
+  const opf_tensor *x = &c->in[i];
+  const int all = c->p[0] == OPF_AXIS_ALL, ax = all ? -1 : opf_axis(c->p[0], x->ndim);
+  memset(v, 0, sizeof *v);
+  v->of = 1;
+  int64_t s = 1;
+  for (int k = x->ndim - 1; k >= 0; k--) {
+    if (all || k == ax) continue; /* stride 0 */
+    v->strides[k] = s;
+    s *= x->shape[k];
+  }
+  return 1;
 }
 
 #define RED_BWD(name, kind)                                                                   \
@@ -634,6 +651,7 @@ static double red_bytes_kind(const opf_case *c, opf_pass p, int kind) {
   const red_model m = red_model_of(kind);
   const double es = (double)opf_dtype_size(c->dtype), x = red_numel_x(c) * es,
                y = red_numel_y(c) * (double)opf_dtype_size(c->out[0].dtype);
+  if (opf_case_grad_view(c, 0, NULL)) return opf_pass_sum(p, x + y, 0); /* sum: dx a view of dy */
   return opf_pass_sum(p, x + y, (m.reads_x ? x : 0) + y * (1 + m.arrays) + x);
 }
 
@@ -750,7 +768,7 @@ static int fill_logic(opf_case *c, int i, opf_rng *r) {
 OPPERF_OP(sum) = {
     RED_OP(sum, OPF_DT_ALL, "sum over an axis or all (integers wrap modulo 2^bits, as the exact sum cast)"),
     RED_INPUT(OPF_IN_DIFF), .out = {"y"}, RED_PARAMS, RED_SHAPES,
-    .backward = sum_backward, .flops = sum_flops, .bytes = sum_bytes,
+    .backward = sum_backward, .flops = sum_flops, .bytes = sum_bytes, .grad_view = sum_grad_view,
 };
 
 OPPERF_OP(mean) = {

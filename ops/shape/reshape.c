@@ -1,6 +1,7 @@
 /* reshape.c: reshape, flatten, expand_dims and squeeze. Frameworks make these views of the
- * same storage; here every output is its own contiguous tensor, so each pass is one threaded
- * memcpy of the data (forward x -> y, backward g -> dx) and that copy is what is measured.
+ * same storage; here every output is its own contiguous tensor, so the forward is one threaded
+ * memcpy of the data (x -> y) and that copy is what is measured. The backward hands dx back
+ * as a view of g (implementation materialize: the copy g -> dx).
  * The operators differ only in the output shape their infer derives. */
 #include "shape/shape.h"
 
@@ -113,9 +114,11 @@ static int rs_forward(opf_case *c) {
   return OPF_OK;
 }
 static int rs_backward(opf_case *c) {
-  shp_copy(c->gin[0].data, c->gout[0].data, c->gin[0].nbytes);
+  if (!opf_grad_is_view(c, 0)) shp_copy(c->gin[0].data, c->gout[0].data, c->gin[0].nbytes);
   return OPF_OK;
 }
+/* dx is g read in x's shape: the same elements in the same order, a view (alias) of g. */
+static int rs_grad_view(const opf_case *c, int i, opf_view *v) { return opf_view_alias(c, i, 0, v); }
 /* By the definition: row-major element k of x is element k of y. */
 static int rs_reference(opf_case *c) {
   const size_t es = opf_dtype_size(c->dtype);
@@ -134,7 +137,8 @@ static double rs_bytes(const opf_case *c, opf_pass p) {
                            .max = OPF_MAX_DIMS, .help = h}
 #define RS_COMMON                                                                           \
   .abi = OPF_OP_ABI, .category = "shape", .dtypes = OPF_DT_ALL, .n_in = 1, .in = {RS_X},    \
-  .n_out = 1, .out = {"y"}, .forward = rs_forward, .backward = rs_backward,                  \
+  .n_out = 1, .out = {"y"}, .forward = rs_forward, .backward = rs_backward,      \
+  .grad_view = rs_grad_view,                  \
   .reference = rs_reference, .flops = lin_move_flops, .bytes = rs_bytes
 
 OPPERF_OP(reshape) = {

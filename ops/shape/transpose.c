@@ -610,11 +610,27 @@ static int pm_run(opf_case *c, pm_view_fn view, int bwd) {
   if (!bwd)
     tr_run(c->in[0].data, c->out[0].data, nd, shape, perm, opf_dtype_size(c->dtype), c->ws,
            tr_scratch_threads(c));
-  else
+  else if (!opf_grad_is_view(c, 0))
     tr_run(c->gout[0].data, c->gin[0].data, nd, pshape, inv, opf_dtype_size(c->dtype), c->ws,
            tr_scratch_threads(c));
   return OPF_OK;
 }
+
+/* transpose, swapaxes: dx is g read through the inverse permutation, a strided view of g:
+ * x's axis perm[k] has y's stride k. (depth_to_space, space_to_depth permute a 6-D reshape of
+ * x, which no strides over x's own 4 axes describe: they copy.) */
+static int pm_grad_view(const opf_case *c, int i, opf_view *v, pm_view_fn view) {
+  int nd, perm[OPF_MAX_DIMS];
+  int64_t shape[OPF_MAX_DIMS], s = 1;
+  view(c, &nd, shape, perm);
+  memset(v, 0, sizeof *v);
+  if (i != 0 || nd != c->in[0].ndim) return 0;
+  v->of = 1;
+  for (int k = nd - 1; k >= 0; k--) v->strides[perm[k]] = s, s *= shape[perm[k]];
+  return 1;
+}
+static int tr_grad_view(const opf_case *c, int i, opf_view *v) { return pm_grad_view(c, i, v, tr_view); }
+static int swap_grad_view(const opf_case *c, int i, opf_view *v) { return pm_grad_view(c, i, v, swap_view); }
 
 /* Output shape: the permuted view (transpose, swapaxes), with ws for the buffered path. */
 static int pm_set_out(opf_case *c, pm_view_fn view) {
@@ -799,6 +815,7 @@ OPPERF_OP(transpose) = {
     .infer = tr_infer,
     .forward = tr_forward,
     .backward = tr_backward,
+    .grad_view = tr_grad_view,
     .reference = tr_reference,
 };
 
@@ -832,6 +849,7 @@ OPPERF_OP(swapaxes) = {
     .infer = swap_infer,
     .forward = swap_forward,
     .backward = swap_backward,
+    .grad_view = swap_grad_view,
     .reference = swap_reference,
 };
 

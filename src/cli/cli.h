@@ -88,7 +88,9 @@ void cli_region_finish(cli_region *r);
  * prints the error and returns 2 when the plugin is refused, else 0. */
 int cli_plugin_load(const char *path);
 #define CLI_IMPLS_ALL (~0u)
-/* --impl LIST (native, unfused, all, a plugin's implementation name) as a mask of 1 << id;
+/* Without --impl: every implementation but materialize (named, or with all, it runs too). */
+#define CLI_IMPLS_DEFAULT (~(1u << OPF_IMPL_MATERIALIZE))
+/* --impl LIST (native, unfused, materialize, all, a plugin's implementation name) as a mask of 1 << id;
  * prints the usage error and returns 2 for an unknown name. */
 int cli_impls_parse(const char *list, unsigned *mask);
 /* The implementations of op a run with mask measures (op's own kernels when none applies). */

@@ -81,12 +81,15 @@ int cmd_describe(int argc, char **argv) {
   printf("\nshape sets (run with --shapes SET; custom cases with --input NAME=SHAPE --param K=V):\n");
   for (int k = 0; k < OPF_MAX_SETS && op->shapes[k].set; k++)
     printf("  %-9s %s\n", op->shapes[k].set, op->shapes[k].spec);
-  printf("\nimplementations (run with --impl LIST):\n  native    this operator's kernels\n");
+  printf("\nimplementations (run with --impl LIST):\n  %-11s this operator's kernels\n", "native");
   for (int i = OPF_IMPL_UNFUSED; i < opf_impl_count(); i++) {
     if (!opf_op_has_impl(op, i)) continue;
     const opf_op *k = opf_impl_kernels(op, i);
-    printf("  %-9s %s\n", opf_impl_name(i),
-           k ? (k->summary ? k->summary : "from a plugin") : "the chain of separate operators");
+    printf("  %-11s %s\n", opf_impl_name(i),
+           k ? (k->summary ? k->summary : "from a plugin")
+           : i == OPF_IMPL_MATERIALIZE ? "the native kernels writing every gradient (native hands views of "
+                                         "the output gradient back; bwd and both)"
+                                       : "the chain of separate operators");
   }
   return EXIT_OK;
 }

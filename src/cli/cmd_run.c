@@ -56,7 +56,7 @@ typedef struct run_opts {
   cli_backend_kind backend; /* --backend: src/cli/backend.c */
   const char *metric;     /* --metric: what --compare-baseline compares (time by default) */
   int reps;               /* --repetitions: independent measurements per case, merged */
-  unsigned impls;         /* --impl: mask of 1 << implementation id (default all) */
+  unsigned impls;         /* --impl: mask of 1 << implementation id (default all but materialize) */
   const char *impl_list;  /* --impl as given: parsed once every --plugin is loaded */
   int verbose;            /* -v / OPPERF_VERBOSE: one opperf_verbose line per case pass */
   const char *perf_ctl;   /* --perf-control SPEC (NULL: $OPPERF_PERF_CONTROL) */
@@ -210,9 +210,9 @@ static const cli_opt run_table[] = {
     {"config", O_CONFIG, "FILE.json", CLI_O_STR, M(config), 0, 0, "custom cases: [{\"op\":..., \"inputs\":{...}, \"params\":{...}, \"dtype\":...}]"},
     {"dtype", O_DTYPE, "LIST", CLI_O_LIST, M(dtypes), 0, 0, "float32 (default), float64, int32, int64, bool, or all"},
     {"pass", O_PASS, "LIST", CLI_O_CUSTOM, 0, 0, 0, "fwd, bwd, both (forward+backward); default fwd,bwd"},
-    {"impl", O_IMPL, "LIST", CLI_O_LIST, M(impl_list), 0, 0, "implementations to run side by side: native (the operator's\nkernels), unfused (a fused operator's chain of separate\noperators), a plugin's name, or all (default)"},
+    {"impl", O_IMPL, "LIST", CLI_O_LIST, M(impl_list), 0, 0, "implementations to run side by side: native (the operator's\nkernels), unfused (a fused operator's chain of separate\noperators), materialize (every gradient written, where native\nhands views back; bwd and both only), a plugin's name, or all;\ndefault: all but materialize"},
     {"plugin", O_PLUGIN, "LIB.so", CLI_O_CUSTOM, 0, 0, 0, "load operators and implementations from a plugin (repeatable;\nsee opperf(1), PLUGINS)"},
-    {"check", O_CHECK, NULL, CLI_O_CUSTOM, 0, 0, 0, "check each case's forward outputs against the operator's\nreference first (a mismatch fails the case: status error);\nwith --baseline also against the peer (see below)"},
+    {"check", O_CHECK, NULL, CLI_O_CUSTOM, 0, 0, 0, "check each case's forward outputs against the operator's\nreference first (a mismatch fails the case: status error),\nand gradients handed back as views against written ones;\nwith --baseline also against the peer (see below)"},
     {NULL, 0, NULL, CLI_O_TEXT, 0, 0, 0, "measurement:"},
     {"warmup", O_WARMUP, "SEC", CLI_O_SECONDS, M(s.warmup), 0, 0, "warm-up per case and pass: at most SEC (default 0.05), ending\nonce two consecutive chunks of calls agree (--warmup-settle)"},
     {"warmup-settle", O_SETTLE, "PCT", CLI_O_FRACTION, M(s.warmup_settle), 0, 0, "... within PCT per call, after 10 ms (default 5%; 0: always\nthe full --warmup)"},
@@ -270,7 +270,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   o->sets = "standard,skewed";
   o->dtypes = NULL;
   o->passes = "fwd,bwd";
-  o->impls = CLI_IMPLS_ALL;
+  o->impls = CLI_IMPLS_DEFAULT;
   o->reps = 1;
   o->metric = "time";
   o->peer_lib = -1;
@@ -546,6 +546,7 @@ static int case_passes(const run_opts *o, const run_case *c, int pass_mask, opf_
     if (!(pass_mask >> p & 1)) continue;
     /* Default passes: operators without a backward just run forward. */
     if (p != OPF_PASS_FWD && !o->passes_explicit && !opf_case_has_backward(&c->c)) continue;
+    if (p == OPF_PASS_FWD && c->c.impl == OPF_IMPL_MATERIALIZE) continue; /* native's forward */
     if (passes) passes[n] = (opf_pass)p;
     n++;
   }

@@ -297,7 +297,8 @@ static void check_case(const opf_case *c, opf_pass pass, const char *prefix, opf
 /* ---- the run ---- */
 static int same_case(const kept *a, const kept *b) {
   return a->r.pass == b->r.pass && a->r.dtype == b->r.dtype && !strcmp(a->r.op, b->r.op) &&
-         !strcmp(a->r.spec, b->r.spec);
+         !strcmp(a->r.spec, b->r.spec) &&
+         !strcmp(a->r.grad_views, b->r.grad_views); /* views: the peer keeps autograd's */
 }
 
 static double script_timeout(const opf_settings *s, int n) {

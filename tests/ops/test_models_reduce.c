@@ -23,8 +23,8 @@ typedef struct golden {
 
 /* All float32 (4-byte elements), N = 1024 * 1024 = 1048576 input elements.
  * sum axis=0: y has 1024 elements. fwd one add per input element: 1048576 flops; bytes read x
- *   4194304 + write y 4096 = 4198400. bwd is a broadcast: 0 flops; read dy 4096 + write dx
- *   4194304 = 4198400. both = the sums.
+ *   4194304 + write y 4096 = 4198400. bwd is a broadcast, a view of dy (stride 0): 0 flops,
+ *   0 bytes. both = the sums.
  * mean axis=1: fwd 1048576 adds + 1024 scales = 1049600; bwd one scale per output = 1024;
  *   bytes as sum.
  * max axis=0: fwd 1048576 compares; bwd 1048576 compares (argmax again); bytes fwd 4198400,
@@ -37,7 +37,7 @@ typedef struct golden {
  *   = 96032; bytes fwd logits 128000 + labels 256 + scalar loss 4 = 128260, bwd logits twice
  *   256000 + labels 256 + loss gradient 4 = 256260. */
 static const golden goldens[] = {
-    {"sum", "x=1024x1024 axis=0", {1048576, 0, 1048576}, {4198400, 4198400, 8396800}},
+    {"sum", "x=1024x1024 axis=0", {1048576, 0, 1048576}, {4198400, 0, 4198400}}, /* dx: a view */
     {"mean", "x=1024x1024 axis=1", {1049600, 1024, 1050624}, {4198400, 4198400, 8396800}},
     {"max", "x=1024x1024 axis=0", {1048576, 1048576, 2097152}, {4198400, 8392704, 12591104}},
     {"argmax", "x=1024x1024 axis=all", {1048576, 0, 1048576}, {4194312, 4194312, 8388624}},

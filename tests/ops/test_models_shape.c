@@ -41,12 +41,14 @@ static void test_golden_models(void **state) {
   const double MiB = 1024.0 * 1024.0;
   /* Pure copies and permutations: no flops; each pass reads and writes the tensor once.
    * (1024,1024) float32 is 4 MiB: 8 MiB a pass; float64 16 MiB. (32,64,56,56) has 6422528
-   * elements: 51380224 bytes a pass in float32, 102760448 in float64. */
-  golden("reshape", OPF_F32, "x=1024x1024 shape=512,-1", 0, 0, 8 * MiB, 8 * MiB);
-  golden("flatten", OPF_F32, "x=32x64x56x56", 0, 0, 51380224.0, 51380224.0);
-  golden("expand_dims", OPF_F64, "x=1024x1024 axis=0", 0, 0, 16 * MiB, 16 * MiB);
-  golden("squeeze", OPF_F32, "x=1024x1x1024", 0, 0, 8 * MiB, 8 * MiB);
-  golden("swapaxes", OPF_F32, "x=32x64x56x56 axis1=2 axis2=3", 0, 0, 51380224.0, 51380224.0);
+   * elements: 51380224 bytes a pass in float32, 102760448 in float64. The backward of the
+   * reshape family and swapaxes hands dx back as a view of g: 0 bytes (depth_to_space's is a
+   * 6-D permutation, written). */
+  golden("reshape", OPF_F32, "x=1024x1024 shape=512,-1", 0, 0, 8 * MiB, 0);
+  golden("flatten", OPF_F32, "x=32x64x56x56", 0, 0, 51380224.0, 0);
+  golden("expand_dims", OPF_F64, "x=1024x1024 axis=0", 0, 0, 16 * MiB, 0);
+  golden("squeeze", OPF_F32, "x=1024x1x1024", 0, 0, 8 * MiB, 0);
+  golden("swapaxes", OPF_F32, "x=32x64x56x56 axis1=2 axis2=3", 0, 0, 51380224.0, 0);
   golden("depth_to_space", OPF_F32, "x=32x64x56x56", 0, 0, 51380224.0, 51380224.0);
   golden("space_to_depth", OPF_F64, "x=32x64x56x56 mode=crd", 0, 0, 102760448.0, 102760448.0);
   golden("flip", OPF_F32, "x=1024x1024 axis=0", 0, 0, 8 * MiB, 8 * MiB);
@@ -73,8 +75,8 @@ static void test_golden_models(void **state) {
   golden("tile", OPF_F32, "x=512x512 reps=2,2", 0, 786432.0, 5242880.0, 5242880.0);
   golden("repeat", OPF_F32, "x=1024x512 repeats=2 axis=1", 0, 524288.0, 6291456.0, 6291456.0);
   /* stack of two (1024,1024) float32 on the last axis: the output is 8 MiB, read or written
-   * once per side: 16 MiB a pass. split and split_sections move x (4 or 8 MiB) both ways. */
-  golden("stack", OPF_F32, "a=1024x1024 b=1024x1024 axis=-1", 0, 0, 16 * MiB, 16 * MiB);
+   * once per side: 16 MiB forward; the backward's pieces are views of g: 0. split and split_sections move x (4 or 8 MiB) both ways. */
+  golden("stack", OPF_F32, "a=1024x1024 b=1024x1024 axis=-1", 0, 0, 16 * MiB, 0);
   golden("split", OPF_F32, "x=1024x1024 sections=4 axis=1", 0, 0, 8 * MiB, 8 * MiB);
   golden("split_sections", OPF_F64, "x=1024x1024 sections=256,768", 0, 0, 16 * MiB, 16 * MiB);
 }
@@ -212,12 +214,17 @@ static void run_reference(const opf_op *op, const opf_case *c, opf_case *r, cons
 }
 
 /* On nt threads: forward against the reference, then backward as forward's adjoint:
- * <y, g> = <x, dx> for these linear operators (float64 to rounding; float32 looser). */
-static void check_paths(const char *name, const char *spec, int nt, opf_dtype dt) {
+ * <y, g> = <x, dx> for these linear operators (float64 to rounding; float32 looser). Operators
+ * whose dx is a view of g run twice: the view (read through its strides) and implementation
+ * materialize, whose kernels write dx. */
+static void check_paths_impl(const char *name, const char *spec, int nt, opf_dtype dt, int impl) {
   const opf_op *op = ts_op(name);
   omp_set_num_threads(nt);
   opf_case c, r;
-  ts_case_ready(&c, op, dt, spec, 1, 23);
+  opf_err e0;
+  if (opf_case_init(&c, op, dt, spec, &e0) || opf_case_set_impl(&c, impl, &e0) ||
+      opf_case_alloc(&c, 1, &e0) || opf_case_fill(&c, 23, &e0))
+    fail_msg("%s [%s]: %s", name, spec, e0.msg);
   if (op->forward(&c) || op->backward(&c)) fail_msg("%s [%s]: %s", name, spec, c.err.msg);
   run_reference(op, &c, &r, spec);
   char msg[256];
@@ -234,6 +241,12 @@ static void check_paths(const char *name, const char *spec, int nt, opf_dtype dt
     fail_msg("%s %s [%s] on %d threads: <y, g> = %.17g but <x, dx> = %.17g", name,
              opf_dtype_name(dt), spec, nt, yg, xd);
   opf_case_release(&c);
+}
+
+static void check_paths(const char *name, const char *spec, int nt, opf_dtype dt) {
+  check_paths_impl(name, spec, nt, dt, OPF_IMPL_NATIVE);
+  if (opf_op_has_impl(ts_op(name), OPF_IMPL_MATERIALIZE))
+    check_paths_impl(name, spec, nt, dt, OPF_IMPL_MATERIALIZE);
 }
 
 static void test_kernel_paths(void **state) {

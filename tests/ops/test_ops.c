@@ -1,7 +1,8 @@
 /* test_ops.c: registry-driven correctness of every operator. For each operator: the registry
  * self-check; forward against its reference for every dtype on the "small" and "test" shape
  * sets; backward against central finite differences in float64 (a sample of coordinates of
- * every differentiable input); backward overwrites rather than accumulates; forward leaves its
+ * every differentiable input); backward overwrites rather than accumulates; gradients handed
+ * back as views agree with the materialised ones; forward leaves its
  * inputs alone (in-place operators: reference on a pristine copy); flops/bytes models finite. OPPERF_TEST_OPS=name,name restricts the operators (for development). */
 #include <math.h>
 #include <setjmp.h>
@@ -100,7 +101,9 @@ static void check_forward(const opf_op *op, opf_dtype dt, const char *spec) {
   for (int p = 0; p < (op->backward ? OPF_NPASSES : 1); p++) { /* forward-only: fwd */
     double f = (op->flops ? op->flops : opf_default_flops)(&c, (opf_pass)p);
     double b = (op->bytes ? op->bytes : opf_default_bytes)(&c, (opf_pass)p);
-    if (!(isfinite(f) && f >= 0 && isfinite(b) && b > 0))
+    char views[96]; /* a backward whose gradients are all views of g moves nothing */
+    int none_moved = p == OPF_PASS_BWD && opf_case_grad_views(&c, views, sizeof views) > 0;
+    if (!(isfinite(f) && f >= 0 && isfinite(b) && (b > 0 || (b == 0 && none_moved))))
       fail_msg("%s [%s]: flops %g / bytes %g for pass %s", op->name, spec, f, b,
                opf_pass_name((opf_pass)p));
   }
@@ -131,11 +134,13 @@ static void check_gradient(const opf_op *op, const char *spec) {
   }
   if (op->forward(&c) || op->backward(&c))
     fail_msg("%s [%s]: forward/backward failed: %s", op->name, spec, c.err.msg);
-  /* Backward must overwrite its gradients: poison them and run it again. */
+  /* Backward must overwrite its gradients: poison them and run it again. (A gradient handed
+   * back as a view of g is not written: the finite differences below read it through its
+   * strides, and check_grad_views compares it with the materialised one.) */
   opf_tensor first[OPF_MAX_IN];
   for (int i = 0; i < op->n_in; i++) {
     memset(&first[i], 0, sizeof first[i]);
-    if (!c.gin[i].data) continue;
+    if (!c.gin[i].data || opf_grad_is_view(&c, i)) continue;
     opf_tensor_set_shape(&first[i], OPF_F64, c.gin[i].ndim, c.gin[i].shape);
     opf_err e;
     if (opf_tensor_alloc(&first[i], &e)) fail_msg("%s", e.msg);
@@ -144,7 +149,7 @@ static void check_gradient(const opf_op *op, const char *spec) {
   }
   if (op->backward(&c)) fail_msg("%s [%s]: second backward failed", op->name, spec);
   for (int i = 0; i < op->n_in; i++) {
-    if (!c.gin[i].data) continue;
+    if (!c.gin[i].data || opf_grad_is_view(&c, i)) continue;
     char msg[256];
     if (ts_compare(&c.gin[i], &first[i], 1e-12, msg, sizeof msg))
       fail_msg("%s [%s]: backward does not overwrite grad of '%s': %s", op->name, spec,
@@ -208,6 +213,16 @@ out:
   opf_case_release(&c64);
 }
 
+/* An operator with gradient views: each view (read through its strides) against the gradient
+ * implementation materialize writes, on the same inputs (src/check.c). */
+static void check_grad_views(const opf_op *op, opf_dtype dt, const char *spec) {
+  opf_case c;
+  opf_err e;
+  if (opf_case_init(&c, op, dt, spec, &e)) fail_msg("%s [%s]: %s", op->name, spec, e.msg);
+  if (opf_case_check_grad_views(&c, 13, &e))
+    fail_msg("%s [%s] %s: %s", op->name, spec, opf_dtype_name(dt), e.msg);
+}
+
 /* A fused operator against its own unfused chain (the stages' registered kernels) on the same
  * inputs: outputs, and with a backward every input gradient. */
 static void check_unfused(const opf_op *op, opf_dtype dt, const char *spec) {
@@ -249,6 +264,10 @@ static void test_op(void **state) {
     if (op->backward && !strcmp(op->shapes[k].set, "small") && (op->dtypes & OPF_DT_BIT(OPF_F64))) {
       check_gradient(op, op->shapes[k].spec);
       if (op->dtypes & OPF_DT_BIT(OPF_F32)) check_backward_f32(op, op->shapes[k].spec);
+    }
+    if (op->grad_view) {
+      if (op->dtypes & OPF_DT_BIT(OPF_F64)) check_grad_views(op, OPF_F64, op->shapes[k].spec);
+      if (op->dtypes & OPF_DT_BIT(OPF_F32)) check_grad_views(op, OPF_F32, op->shapes[k].spec);
     }
   }
   assert_true(n > 0);

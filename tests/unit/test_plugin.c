@@ -109,7 +109,7 @@ static void test_refused_plugins(void **state) {
   opf_err e = {0};
   int n0 = opf_op_count(), i0 = opf_impl_count();
   assert_int_equal(opf_plugin_load(plugin("bad_abi"), &e), OPF_EINVAL);
-  assert_non_null(strstr(e.msg, "ABI version 2, this opperf needs 1"));
+  assert_non_null(strstr(e.msg, "ABI version 3, this opperf needs 2"));
   assert_non_null(strstr(e.msg, "libbad_abi.so"));
   assert_int_equal(opf_plugin_load(plugin("no_forward"), &e), OPF_EINVAL);
   assert_non_null(strstr(e.msg, "no forward hook"));
