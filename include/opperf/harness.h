@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "opperf/machine.h"
 #include "opperf/op.h"
 #include "opperf/pmu.h"
 
@@ -216,8 +217,9 @@ struct opf_result {
   double rep_median[OPF_MAX_REPS]; /* median time per call of each repetition */
   double total_time;    /* seconds spent in measured samples */
   double flops, bytes;  /* model, per call */
-  double roofline;      /* roofline bound in FLOP/s for this case (0: unknown) */
+  double roofline;      /* attainable FLOP/s for this case, cache-aware (0: unknown) */
   double roofline_time; /* roofline's shortest time per call (s; 0: unknown) */
+  opf_roofline roof;    /* the cache-aware placement behind both (level, ceiling; src/roofline.c) */
   /* memory */
   uint64_t setup_bytes;       /* tensors and workspace allocated before timing */
   uint64_t setup_allocs;

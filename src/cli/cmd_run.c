@@ -781,13 +781,13 @@ int cmd_run(int argc, char **argv) {
   if (ctx) rc = cli_backend_context(&bk, ctx, &e); /* callgrind child: simulated counters */
   cli_peer *peer = o.peer_lib >= 0 && o.child_case < 0 ? cli_peer_new(o.peer_lib, o.peer_check) : NULL;
   if (ctx && peer) snprintf(ctx->peer, sizeof ctx->peer, "%s", opf_peer_lib_name((opf_peer_lib)o.peer_lib));
-  for (int i = 0; ctx && !rc && i < o.n_out; i++) rc = opf_emitter_begin(&em[i], o.fmt[i], paths[i], ctx, &e);
-
-  /* Roofline: from the figures `opperf machine` cached; absent (no % column) otherwise. */
+  /* Roofline: from the figures `opperf machine` cached; absent (no % column) otherwise;
+   * before the reports begin (the CSV header has a level column with it). */
   opf_machine mach;
   char mpath[512];
   int have_machine = opf_machine_load(&mach, opf_machine_path(mpath, sizeof mpath), &e) == OPF_OK;
   if (ctx) ctx->have_machine = have_machine;
+  for (int i = 0; ctx && !rc && i < o.n_out; i++) rc = opf_emitter_begin(&em[i], o.fmt[i], paths[i], ctx, &e);
 
   int failed = 0, total = 0, done = 0, tty = isatty(2);
   for (int i = 0; i < cl.n; i++) total += case_passes(&o, &cl.v[i], pass_mask, NULL);
@@ -818,10 +818,7 @@ int cmd_run(int argc, char **argv) {
     }
     for (int k = 0; k < np; k++) {
       opf_result *r = &res[k];
-      if (have_machine) {
-        r->roofline = opf_roofline_bound(&mach, r->dtype, o.s.threads, r->flops, r->bytes);
-        r->roofline_time = opf_roofline_time(&mach, r->dtype, o.s.threads, r->flops, r->bytes);
-      }
+      if (have_machine) opf_roofline_apply(&mach, &o.s, r); /* cache-aware (src/roofline.c) */
       failed += r->status >= OPF_ST_ERROR;
       cli_progress_result(&prog, r);
       if (o.verbose) {

@@ -40,6 +40,9 @@ typedef struct sweep_row {
   int cyc_from_counter;                   /* 1: cycles counter, 0: task-clock x MHz */
   double miss_kib[MAX_MISS], miss_elem[MAX_MISS];
   double td[OPF_TD_N1]; /* topdown preset: level-1 % of slots, NAN when not computed */
+  double intensity, gflops, roof_pct; /* roofline: FLOP/byte, GFLOP/s, % of the attainable; NAN: absent */
+  char roof_level[8];                 /* its bound: "L1".."DRAM", "compute"; "" when not placed */
+  opf_dtype dtype;
 } sweep_row;
 
 typedef struct sweep_opts {
@@ -99,7 +102,9 @@ static void usage(void) {
       "                       cycles-per-elem, misses:EVENT (per KiB; the default with\n"
       "                       --backend callgrind is the first simulated miss counter),\n"
       "                       td:ret, td:bad, td:fe, td:be (top-down %% of slots; needs\n"
-      "                       --events topdown)\n"
+      "                       --events topdown), roofline (the cache-aware roofline chart:\n"
+      "                       GFLOP/s over FLOP/byte with the ceilings of `opperf machine`),\n"
+      "                       roofline-pct (%% of the attainable, per shape)\n"
       "  -v, --verbose        one opperf_verbose line per shape and pass on stderr\n"
       "  --perf-control SPEC  under `perf record -D -1 --control=SPEC`: perf counts the\n"
       "                       measured samples only (see opperf run -h)\n"
@@ -196,8 +201,8 @@ static int parse_args(int argc, char **argv, sweep_opts *o) {
     case O_PLOT_METRIC:
       if (strcmp(optarg, "ns-per-elem") && strcmp(optarg, "time") && strcmp(optarg, "gbps") &&
           strcmp(optarg, "cycles-per-elem") && (strncmp(optarg, "misses:", 7) || !optarg[7]) &&
-          td_metric(optarg) < 0)
-        return cli_usage_error("--plot-metric must be ns-per-elem, time, gbps, cycles-per-elem, misses:EVENT or td:ret|td:bad|td:fe|td:be, not '%s'", optarg);
+          td_metric(optarg) < 0 && strcmp(optarg, "roofline") && strcmp(optarg, "roofline-pct"))
+        return cli_usage_error("--plot-metric must be ns-per-elem, time, gbps, cycles-per-elem, misses:EVENT, td:ret|td:bad|td:fe|td:be, roofline or roofline-pct, not '%s'", optarg);
       o->plot_metric = optarg;
       break;
     case ':': return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
@@ -384,6 +389,8 @@ typedef struct sweep_state {
   int miss_any[MAX_MISS];       /* some row has a value */
   int n_miss;
   int any_cyc_counter, any_cyc_est;
+  int have_mach;     /* the ceilings of `opperf machine` (roofline, roofline-pct) */
+  opf_machine mach;
 } sweep_state;
 
 static void fill_row(sweep_state *st, const opf_context *ctx, const sweep_point *p, const opf_result *r,
@@ -394,7 +401,13 @@ static void fill_row(sweep_state *st, const opf_context *ctx, const sweep_point 
   row->time_s = row->ns_elem = row->cyc_elem = row->gbps = NAN;
   for (int i = 0; i < MAX_MISS; i++) row->miss_kib[i] = row->miss_elem[i] = NAN;
   for (int k = 0; k < OPF_TD_N1; k++) row->td[k] = NAN;
+  row->intensity = row->gflops = row->roof_pct = NAN;
+  row->dtype = r->dtype;
+  snprintf(row->roof_level, sizeof row->roof_level, "%s", opf_roofline_label(&r->roof));
   if (r->status != OPF_ST_OK) return;
+  if (r->flops > 0 && r->bytes > 0) row->intensity = r->flops / r->bytes;
+  if (!r->simulated && r->flops > 0 && r->time.median > 0) row->gflops = r->flops / r->time.median / 1e9;
+  if (!r->simulated && r->roofline_time > 0 && r->time.median > 0) row->roof_pct = 100 * r->roofline_time / r->time.median;
   opf_td_result td;
   if (opf_td_eval(r, 0, 0, &td) && td.has_l1)
     for (int k = 0; k < OPF_TD_N1; k++) row->td[k] = 100 * td.l1[k];
@@ -605,6 +618,8 @@ static char *render_json(const sweep_state *st, const sweep_point *pts, const sw
     jadd(p, "cycles_per_elem", r->cyc_elem);
     if (isfinite(r->cyc_elem)) cJSON_AddStringToObject(p, "cycles_source", r->cyc_from_counter ? "counter" : "task-clock*mhz");
     jadd(p, "gbps", r->gbps);
+    jadd(p, "roofline_pct", r->roof_pct);
+    if (r->roof_level[0]) cJSON_AddStringToObject(p, "roofline_level", r->roof_level);
     cJSON *m = cJSON_AddObjectToObject(p, "misses");
     for (int k = 0; k < st->n_miss; k++) {
       cJSON *e = cJSON_AddObjectToObject(m, st->miss_name[k]);
@@ -648,6 +663,13 @@ static int write_plot(const sweep_opts *o, const sweep_state *st, const sweep_po
              nrows && rows[0].simulated ? " (simulated)" : "");
     ylabel = ybuf;
   }
+  int roof = !strcmp(m, "roofline"), roofpct = !strcmp(m, "roofline-pct");
+  if ((roof || roofpct) && !st->have_mach) {
+    rc = opf_err_set(e, OPF_EINVAL, "--plot-metric %s needs this machine's ceilings: run `opperf machine` first", m);
+    goto out;
+  }
+  if (roof) ylabel = "GFLOP/s (models' FLOP at the median time)";
+  if (roofpct) ylabel = "% of the attainable (cache-aware roofline)";
   if (!strcmp(m, "time")) ylabel = "time per call (us)";
   else if (!strcmp(m, "gbps")) ylabel = "bandwidth from the bytes model (GB/s)";
   else if (!strcmp(m, "cycles-per-elem")) ylabel = "cycles per element";
@@ -678,7 +700,8 @@ static int write_plot(const sweep_opts *o, const sweep_state *st, const sweep_po
     while (c < ncm && cmodes[c] != r->cache) c++;
     while (p < npass && passes[p] != r->pass) p++;
     double v = tdm >= 0 ? r->td[tdm] : miss >= 0 ? r->miss_kib[miss] : !strcmp(m, "time") ? r->time_s * 1e6 : !strcmp(m, "gbps") ? r->gbps
-             : !strcmp(m, "cycles-per-elem") ? r->cyc_elem : r->ns_elem;
+             : !strcmp(m, "cycles-per-elem") ? r->cyc_elem : roof ? r->gflops : roofpct ? r->roof_pct : r->ns_elem;
+    if (roof) xs[(size_t)(c * npass + p) * (size_t)np + (size_t)r->point] = r->intensity;
     ys[(size_t)(c * npass + p) * (size_t)np + (size_t)r->point] = v;
     if (isfinite(v) && v > 0) ymin = fmin(ymin, v), ymax = fmax(ymax, v);
   }
@@ -687,12 +710,24 @@ static int write_plot(const sweep_opts *o, const sweep_state *st, const sweep_po
                      "--events topdown on a CPU whose counters count them: see the report)", m);
     goto out;
   }
+  if (roof && !(ymax > 0)) {
+    rc = opf_err_set(e, OPF_EINVAL, "--plot-metric roofline: no case with FLOPs in this sweep (a data-movement "
+                     "operator has no place on it; try roofline-pct)");
+    goto out;
+  }
   for (int i = 0; i < np; i++) cats[i] = pts[i].label;
   char title[512];
   snprintf(title, sizeof title, "opperf sweep %s: %s", op, what);
   opf_svg_plot plot = {.title = title, .xlabel = xlabel, .ylabel = ylabel, .xlog = xlog,
                        .ylog = ymax > 0 && ymax / ymin > 30, .xcat = o->kind == SW_SHAPES ? cats : NULL,
                        .n_xcat = o->kind == SW_SHAPES ? np : 0, .n_series = ns, .series = se};
+  opf_svg_roof roofs[OPF_MEM_LEVELS];
+  char roof_labels[OPF_MEM_LEVELS][48], cap[96];
+  if (roof) { /* the cache-aware roofline chart: the ceilings of `opperf machine` */
+    plot.n_roofs = opf_roofline_chart(&st->mach, nrows ? rows[0].dtype : OPF_F32, o->s.threads, roofs, roof_labels, cap, sizeof cap);
+    plot.roofs = roofs, plot.cap_label = cap, plot.xlog = plot.ylog = 1, plot.xcat = NULL, plot.n_xcat = 0;
+    plot.xlabel = "arithmetic intensity (FLOP/byte, models)";
+  }
   char *buf = NULL;
   size_t len = 0;
   rc = opf_svg_render(&plot, &buf, &len, e);
@@ -824,6 +859,9 @@ int cmd_sweep(int argc, char **argv) {
   if (!rc && o.fmt == OPF_FMT_TRACE) rc = opf_emitter_begin(&trace, OPF_FMT_TRACE, o.output, ctx, &e);
   sweep_state st;
   memset(&st, 0, sizeof st);
+  char mpath[512];
+  opf_err me = {0};
+  st.have_mach = opf_machine_load(&st.mach, opf_machine_path(mpath, sizeof mpath), &me) == OPF_OK;
   int tty = isatty(2) && !o.verbose, done = 0;
   cli_stop_install(0);
   for (int c = 0; !rc && c < ncm && !cli_stop_requested; c++) {
@@ -836,6 +874,7 @@ int cmd_sweep(int argc, char **argv) {
         o.s.case_index = nrows;
         opf_measure(&o.s, &cases[i], "sweep", passes[p], pmu, &r);
         cli_backend_result(&bk, &r);
+        if (st.have_mach) opf_roofline_apply(&st.mach, &o.s, &r); /* cache-aware (src/roofline.c) */
         sweep_row *row = &rows[nrows++];
         row->point = i;
         row->cache = cmodes[c];
