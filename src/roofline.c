@@ -88,19 +88,24 @@ const char *opf_roofline_label(const opf_roofline *r) {
 
 void opf_roofline_apply(const opf_machine *m, const opf_settings *s, opf_result *r) {
   if (!m || !s || !r) return;
-  /* The working set: what the call touches, at least its tensors (inputs and outputs); the
-   * bytes model when larger (a backward pass also reads and writes the gradients). */
-  double in = 0, outb = 0;
+  /* The working set: the bytes model (minimum traffic: every byte the call must touch, once;
+   * a getitem or a diag touches a sliver of its input), at most the tensors (an in-place update
+   * counts its buffer as read and written, but it is one buffer); a backward pass, whose
+   * gradients are not among the tensors, by the model alone. Written: outputs and buffers
+   * updated in place; "inplace" entries alias an input and are not counted twice. */
+  double in = 0, wr = 0, outb = 0;
   for (int i = 0; i < r->n_tensors; i++) {
-    if (!strcmp(r->tensors[i].role, "out")) outb += (double)r->tensors[i].bytes;
-    else in += (double)r->tensors[i].bytes;
+    double b = (double)r->tensors[i].bytes;
+    if (!strcmp(r->tensors[i].role, "out")) outb += b, wr += b;
+    else if (!strcmp(r->tensors[i].role, "inplace")) wr += b;
+    else in += b;
   }
   double tens = in + outb;
+  int fwd = r->pass == OPF_PASS_FWD && tens > 0;
   opf_roofline_in q = {.dtype = r->dtype, .threads = s->threads, .flops = r->flops, .bytes = r->bytes,
-                       .working_set = tens > r->bytes ? tens : r->bytes,
-                       /* the forward pass writes its outputs; other passes write gradients the
-                        * size of the inputs: triad-like */
-                       .out_share = r->pass == OPF_PASS_FWD && tens > 0 ? outb / tens : -1,
+                       .working_set = fwd && tens < r->bytes ? tens : r->bytes,
+                       /* other passes write gradients the size of the inputs: triad-like */
+                       .out_share = fwd ? wr / tens : -1,
                        .cold = s->cache == OPF_CACHE_COLD};
   if (opf_roofline_place(m, &q, &r->roof) != OPF_OK) return;
   r->roofline_time = r->roof.time;
