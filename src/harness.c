@@ -22,6 +22,7 @@
 void opf_settings_default(opf_settings *s) {
   memset(s, 0, sizeof *s);
   s->warmup = 0.05;
+  s->warmup_settle = 0.05;
   s->min_time = 0.05;
   s->max_time = 3.0;
   s->ci_target = 0.03;
@@ -430,16 +431,34 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
   /* bwd alone needs the forward state (outputs, saved workspace) of the same inputs. */
   if (pass == OPF_PASS_BWD) rc = opf_case_call(c, OPF_PASS_FWD); /* the native kernels or the unfused chain */
 
-  /* Warm-up, which also estimates the time per call for the batch size. */
+  /* Warm-up, which also estimates the time per call for the batch size: one call, then
+   * chunks of about sample_time each. It ends once two consecutive chunks agree per call within
+   * warmup_settle (caches, page tables, branch predictors and the clock have settled) and
+   * OPF_WARMUP_MIN has passed, or after s->warmup seconds at the latest. */
   int64_t wcalls = 0;
-  double t0 = opf_now(), t = t0;
-  while (!rc && (wcalls == 0 || (s->warmup_calls > 0 ? wcalls < s->warmup_calls : t - t0 < s->warmup))) {
-    rc = opf_case_call(c, pass);
-    wcalls++;
+  double t0 = opf_now(), t = t0, prev = 0, est = 0;
+  rc = opf_case_call(c, pass);
+  wcalls = 1;
+  t = opf_now();
+  est = t - t0;
+  while (!rc && (s->warmup_calls > 0 ? wcalls < s->warmup_calls : t - t0 < s->warmup)) {
+    int64_t m = 1;
+    if (s->warmup_calls > 0) m = s->warmup_calls - wcalls;
+    else if (est > 0 && est < s->sample_time) m = (int64_t)ceil(s->sample_time / est);
+    if (m > 1000000) m = 1000000;
+    double cb = opf_now();
+    for (int64_t j = 0; j < m && !rc; j++) rc = opf_case_call(c, pass);
+    wcalls += m;
     t = opf_now();
+    est = (t - cb) / (double)m;
+    if (s->warmup_calls <= 0 && s->warmup_settle > 0 && prev > 0 && t - t0 >= OPF_WARMUP_MIN &&
+        fabs(est / prev - 1) <= s->warmup_settle)
+      break;
+    prev = est;
   }
+  r->warmup_s = t - t0;
+  r->warmup_calls = wcalls;
   if (rc) goto kernel_failed;
-  double est = (t - t0) / (double)wcalls;
   int64_t k = 1;
   if (s->batch > 0) {
     k = s->cache == OPF_CACHE_WARM ? s->batch : 1;

@@ -12,6 +12,7 @@
 static cJSON *settings_json(const opf_settings *s) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "warmup_s", s->warmup);
+  cJSON_AddNumberToObject(o, "warmup_settle", s->warmup_settle);
   cJSON_AddNumberToObject(o, "min_time_s", s->min_time);
   cJSON_AddNumberToObject(o, "max_time_s", s->max_time);
   cJSON_AddNumberToObject(o, "ci_target", s->ci_target);
@@ -175,6 +176,8 @@ static cJSON *result_json(const opf_result *r) {
     cJSON_AddNumberToObject(t, "mad", r->time.mad);
     cJSON_AddNumberToObject(t, "outliers", r->time.outliers);
     cJSON_AddNumberToObject(t, "measured_s", r->total_time);
+    cJSON_AddNumberToObject(t, "warmup_s", r->warmup_s);
+    cJSON_AddNumberToObject(t, "warmup_calls", (double)r->warmup_calls);
     if (r->ci_hi > 0) {
       double ci[2] = {r->ci_lo, r->ci_hi};
       cJSON_AddItemToObject(t, "median_ci95", cJSON_CreateDoubleArray(ci, 2));

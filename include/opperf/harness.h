@@ -99,8 +99,12 @@ typedef struct opf_hook_chain {
 int opf_hook_chain_add(opf_hook_chain *ch, const opf_region_hooks *h);
 opf_region_hooks opf_hook_chain_hooks(opf_hook_chain *ch);
 
+#define OPF_WARMUP_MIN 0.01 /* seconds of warm-up before it may end as settled */
+
 typedef struct opf_settings {
-  double warmup;      /* seconds of warm-up calls (at least one call) */
+  double warmup;      /* at most this many seconds of warm-up calls (at least one call) ... */
+  double warmup_settle; /* ... ending early once two consecutive chunks of calls agree per call
+                         within this share, after OPF_WARMUP_MIN (0: always the full warmup) */
   double min_time;    /* measure at least this many seconds per case and pass */
   double max_time;    /* ... and stop after this many (when min_runs are reached) */
   double ci_target;   /* adaptive stop: once min_runs and min_time are reached, stop when the
@@ -216,6 +220,8 @@ struct opf_result {
   int n_reps;           /* repetitions merged into this result (--repetitions; 1 by default) */
   double rep_median[OPF_MAX_REPS]; /* median time per call of each repetition */
   double total_time;    /* seconds spent in measured samples */
+  double warmup_s;      /* seconds of warm-up before the samples (ended early once settled) */
+  int64_t warmup_calls; /* calls made in it */
   double flops, bytes;  /* model, per call */
   double roofline;      /* attainable FLOP/s for this case, cache-aware (0: unknown) */
   double roofline_time; /* roofline's shortest time per call (s; 0: unknown) */

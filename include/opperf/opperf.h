@@ -10,4 +10,5 @@
 #include "opperf/machine.h"
 #include "opperf/metrics.h"
 #include "opperf/report.h"
+#include "opperf/session.h"
 #endif

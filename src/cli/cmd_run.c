@@ -50,7 +50,6 @@ typedef struct run_opts {
   double threshold;       /* --compare-baseline: smallest change that counts */
   int isolate;            /* -1: default (on for runs of several operators), 0 off, 1 on */
   double timeout;         /* --timeout: seconds per case (isolated), 0: none */
-  int child_case, child_fd; /* internal: this process measures one case for an isolating parent */
   cli_backend_kind backend; /* --backend: src/cli/backend.c */
   const char *metric;     /* --metric: what --compare-baseline compares (time by default) */
   int reps;               /* --repetitions: independent measurements per case, merged */
@@ -87,7 +86,10 @@ static void usage(void) {
       "                       reference first (a mismatch fails the case: status error);\n"
       "                       with --baseline also against the peer (see below)\n"
       "measurement:\n"
-      "  --warmup SEC         warm-up time per case (default 0.05)\n"
+      "  --warmup SEC         warm-up per case and pass: at most SEC (default 0.05), ending\n"
+      "                       once two consecutive chunks of calls agree (--warmup-settle)\n"
+      "  --warmup-settle PCT  ... within PCT per call, after 10 ms (default 5%%; 0: always\n"
+      "                       the full --warmup)\n"
       "  --min-time SEC       measure at least this long per case and pass (default 0.05)\n"
       "  --target-ci PCT      then stop once the 95%% confidence interval of the median is\n"
       "                       at most PCT of it wide (default 3%%; 0: stop at --min-time)\n"
@@ -275,10 +277,10 @@ static int setup_baselines(run_opts *o) {
 
 static int parse_args(int argc, char **argv, run_opts *o) {
   enum { O_SHAPES = 256, O_INPUT, O_PARAM, O_CONFIG, O_DTYPE, O_PASS, O_WARMUP, O_MINTIME,
-         O_TARGETCI, O_CITIME,
+         O_TARGETCI, O_CITIME, O_SETTLE,
          O_MAXTIME, O_RUNS, O_SAMPLE, O_THREADS, O_CPU, O_CACHE, O_SEED, O_EVENTS, O_FORMAT,
          O_DRY, O_BACKEND, O_RANDOM, O_SAVE, O_SAVE_BASE, O_CMP_BASE, O_BASE_DIR, O_THRESH,
-         O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_CHILD_CASE, O_CHILD_FD, O_IMPL, O_REPS, O_METRIC,
+         O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_IMPL, O_REPS, O_METRIC,
          O_PERF_CTL, O_PEER, O_PLUGIN, O_CHECK, O_BLAS,
          O_PROFILE, O_PROFILE_LAST = O_PROFILE + CLI_PROFILE_NOPTS - 1 };
   static const struct option opts[] = {
@@ -286,6 +288,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       {"param", required_argument, 0, O_PARAM},   {"config", required_argument, 0, O_CONFIG},
       {"dtype", required_argument, 0, O_DTYPE},   {"pass", required_argument, 0, O_PASS},
       {"warmup", required_argument, 0, O_WARMUP}, {"min-time", required_argument, 0, O_MINTIME},
+      {"warmup-settle", required_argument, 0, O_SETTLE},
       {"target-ci", required_argument, 0, O_TARGETCI}, {"ci-time", required_argument, 0, O_CITIME},
       {"max-time", required_argument, 0, O_MAXTIME}, {"runs", required_argument, 0, O_RUNS},
       {"sample-time", required_argument, 0, O_SAMPLE}, {"threads", required_argument, 0, O_THREADS},
@@ -298,8 +301,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       {"save-baseline", required_argument, 0, O_SAVE_BASE}, {"compare-baseline", required_argument, 0, O_CMP_BASE},
       {"baseline-dir", required_argument, 0, O_BASE_DIR}, {"threshold", required_argument, 0, O_THRESH},
       {"isolate", no_argument, 0, O_ISOLATE}, {"no-isolate", no_argument, 0, O_NO_ISOLATE},
-      {"timeout", required_argument, 0, O_TIMEOUT}, {"child-case", required_argument, 0, O_CHILD_CASE},
-      {"child-fd", required_argument, 0, O_CHILD_FD}, {"impl", required_argument, 0, O_IMPL},
+      {"timeout", required_argument, 0, O_TIMEOUT}, {"impl", required_argument, 0, O_IMPL},
       {"repetitions", required_argument, 0, O_REPS}, {"metric", required_argument, 0, O_METRIC},
       {"verbose", no_argument, 0, 'v'}, {"perf-control", required_argument, 0, O_PERF_CTL},
       {"baseline", required_argument, 0, O_PEER}, {"check", no_argument, 0, O_CHECK},
@@ -308,7 +310,6 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   opf_settings_default(&o->s);
   o->threshold = 0.05;
   o->isolate = -1;
-  o->child_case = o->child_fd = -1;
   o->sets = "standard,skewed";
   o->dtypes = NULL;
   o->passes = "fwd,bwd";
@@ -326,7 +327,10 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     case 'v': o->verbose = 1; break;
     case O_PERF_CTL: o->perf_ctl = optarg; break;
     case O_PROFILE ... O_PROFILE_LAST: if (cli_profile_arg(&o->prof, ch - O_PROFILE, optarg)) return 2; break;
-    case O_SHAPES: o->sets = optarg; break;
+    case O_SHAPES:
+      if (cli_check_list(optarg, "--shapes")) return EXIT_USAGE;
+      o->sets = optarg;
+      break;
     case O_INPUT:
     case O_PARAM: {
       if (!strchr(optarg, '=') || optarg[0] == '=')
@@ -337,14 +341,28 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       break;
     }
     case O_CONFIG: o->config = optarg; break;
-    case O_IMPL: o->impl_list = optarg; break;
+    case O_IMPL:
+      if (cli_check_list(optarg, "--impl")) return EXIT_USAGE;
+      o->impl_list = optarg;
+      break;
     case O_PLUGIN: if (cli_plugin_load(optarg)) return 2; break;
     case O_CHECK: o->s.check = o->peer_check = 1; break; /* the reference, and the peer if any */
-    case O_DTYPE: o->dtypes = optarg; break;
-    case O_PASS: o->passes = optarg; o->passes_explicit = 1; break;
+    case O_DTYPE:
+      if (cli_check_list(optarg, "--dtype")) return EXIT_USAGE;
+      o->dtypes = optarg;
+      break;
+    case O_PASS:
+      if (cli_check_list(optarg, "--pass")) return EXIT_USAGE;
+      o->passes = optarg;
+      o->passes_explicit = 1;
+      break;
     case O_WARMUP: if (cli_parse_seconds("--warmup", optarg, &o->s.warmup)) return 2; break;
     case O_MINTIME: if (cli_parse_seconds("--min-time", optarg, &o->s.min_time)) return 2; break;
     case O_CITIME: if (cli_parse_seconds("--ci-time", optarg, &o->s.ci_time)) return 2; break;
+    case O_SETTLE:
+      if (!cli_parse_fraction(optarg, &o->s.warmup_settle))
+        return cli_usage_error("--warmup-settle needs a share such as 5%% or 0.05 (0: off), not '%s'", optarg);
+      break;
     case O_TARGETCI:
       if (!cli_parse_fraction(optarg, &o->s.ci_target))
         return cli_usage_error("--target-ci needs a share such as 2%% or 0.02 (0: off), not '%s'", optarg);
@@ -385,7 +403,9 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       if (cli_check_list(optarg, "--events")) return EXIT_USAGE;
       snprintf(o->s.events, sizeof o->s.events, "%s", strcmp(optarg, "none") ? optarg : "");
       break;
-    case O_FORMAT: if (parse_formats(o, optarg)) return 2; break;
+    case O_FORMAT:
+      if (cli_check_list(optarg, "--format") || parse_formats(o, optarg)) return 2;
+      break;
     case 'o': o->output = optarg; break;
     case O_DRY: o->dry_run = 1; break;
     case O_RANDOM:
@@ -398,12 +418,6 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     case O_TIMEOUT:
       if (!cli_parse_double(optarg, &o->timeout) || !(o->timeout > 0) || o->timeout > 1e6)
         return cli_usage_error("--timeout needs a positive number of seconds, not '%s'", optarg);
-      break;
-    case O_CHILD_CASE:
-    case O_CHILD_FD:
-      if (!cli_parse_int(optarg, &v) || v < 0 || v > 1 << 30) return cli_usage_error("bad internal option");
-      if (ch == O_CHILD_CASE) o->child_case = (int)v;
-      else o->child_fd = (int)v;
       break;
     case O_SAVE_BASE: o->save_baseline = optarg; break;
     case O_CMP_BASE: o->compare_baseline = optarg; break;
@@ -448,7 +462,6 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     return cli_usage_error("--repetitions cannot be combined with --backend callgrind (its counts are deterministic)");
   if (o->peer_lib >= 0 && o->backend != CLI_BK_NATIVE)
     return cli_usage_error("--baseline compares times: it cannot be combined with --backend callgrind");
-  if (o->child_case >= 0) return 0; /* a case process: no outputs of its own */
   return setup_baselines(o);
 }
 
@@ -619,28 +632,42 @@ static int case_passes(const run_opts *o, const run_case *c, int pass_mask, opf_
   return n;
 }
 
-/* --child-case: measure one case for an isolating parent and send the results down the pipe. */
-static int run_child(run_opts *o, case_list *cl, int pass_mask, opf_pmu *pmu, cli_region *reg) {
-  int rc = 0;
-  if (o->child_case < cl->n) {
-    run_case *c = &cl->v[o->child_case];
-    opf_pass passes[OPF_NPASSES];
-    int np = case_passes(o, c, pass_mask, passes);
-    o->s.case_index = o->child_case;
-    for (int k = 0; k < np && !rc; k++) {
-      opf_result r;
-      opf_measure(&o->s, &c->c, c->set, passes[k], pmu, &r);
-      cli_profile_attach(&o->prof, &r);
-      rc = cli_child_send(o->child_fd, &r);
-      opf_result_release(&r);
-    }
-  } else {
-    rc = -1;
+/* The isolated case's process (forked by the case server, src/caseserver.c, from the state
+ * before any counter or thread pool existed): sets up the run time, counters and region hooks
+ * as a non-isolated run does, measures every pass of case `index` and sends the results. */
+typedef struct case_job_ctx {
+  run_opts *o;
+  case_list *cl;
+  int pass_mask;
+  opf_pmu *pmu; /* encoded, not opened */
+} case_job_ctx;
+
+static int case_job(void *ctx, int index, int fd) {
+  case_job_ctx *j = ctx;
+  run_opts *o = j->o;
+  opf_err e;
+  if (index < 0 || index >= j->cl->n) return EXIT_USAGE;
+  if (opf_runtime_setup(&o->s, &e) || opf_pmu_open(j->pmu, &e)) return cli_usage_error("%s", e.msg);
+  cli_region reg;
+  if (cli_region_setup(&reg, &o->s, o->perf_ctl)) return EXIT_USAGE;
+  if (cli_profile_setup(&o->prof, &reg)) {
+    cli_region_finish(&reg);
+    return EXIT_USAGE;
   }
-  cli_region_finish(reg);
+  cli_region_install(&reg, &o->s);
+  run_case *c = &j->cl->v[index];
+  opf_pass passes[OPF_NPASSES];
+  int np = case_passes(o, c, j->pass_mask, passes), rc = 0;
+  o->s.case_index = index;
+  for (int k = 0; k < np && !rc; k++) {
+    opf_result r;
+    opf_measure(&o->s, &c->c, c->set, passes[k], j->pmu, &r);
+    cli_profile_attach(&o->prof, &r);
+    rc = cli_child_send(fd, &r);
+    opf_result_release(&r);
+  }
+  cli_region_finish(&reg);
   cli_profile_finish(&o->prof, 0);
-  opf_pmu_free(pmu);
-  free(cl->v);
   return rc ? EXIT_FAILED : EXIT_OK;
 }
 
@@ -649,7 +676,6 @@ int cmd_run(int argc, char **argv) {
   memset(&o, 0, sizeof o);
   cli_backend_save_args(argc, argv); /* before parse_args tokenises --format in place */
   cli_blas_save_args(argc, argv);
-  cli_isolate_save_args(argc, argv);
   char command[512]; /* for the context block, also taken before the tokenising */
   cli_join_argv(argc, argv, command, sizeof command);
   int rc = parse_args(argc, argv, &o);
@@ -677,7 +703,7 @@ int cmd_run(int argc, char **argv) {
    * opperf-results/run-<UTC time>.json, so a long run is never only on a terminal. */
   static char default_json[96];
   if (optind == argc && !o.config && !o.n_inputs && !o.random_shapes && o.n_out == 1 &&
-      o.fmt[0] == OPF_FMT_TABLE && !o.fmt_path[0] && !o.output && o.child_case < 0 &&
+      o.fmt[0] == OPF_FMT_TABLE && !o.fmt_path[0] && !o.output &&
       o.backend == CLI_BK_NATIVE) {
     time_t now = time(NULL);
     struct tm tm;
@@ -733,82 +759,69 @@ int cmd_run(int argc, char **argv) {
   }
   rc = 0;
 
+  /* The run pipeline (src/session.c): plan now (counters encoded), set up after the case
+   * server has forked. */
   opf_err e;
-  opf_pmu *pmu = NULL;
-  if (opf_pmu_create(&pmu, o.s.events, NULL, &e)) {
-    free(cl.v);
-    return cli_usage_error("%s", e.msg);
-  }
-  if (opf_runtime_setup(&o.s, &e) || opf_pmu_open(pmu, &e)) {
-    opf_pmu_free(pmu);
-    free(cl.v);
-    return cli_usage_error("%s", e.msg);
-  }
-  /* The measured-region hooks: the back-end's, then perf record control. */
-  cli_region reg;
-  if (cli_region_setup(&reg, &o.s, o.perf_ctl)) {
-    opf_pmu_free(pmu);
-    free(cl.v);
-    return EXIT_USAGE;
-  }
-  if (cli_profile_setup(&o.prof, &reg)) { /* --profile: sampling inside the measured samples */
-    cli_region_finish(&reg);
-    opf_pmu_free(pmu);
-    free(cl.v);
-    return EXIT_USAGE;
-  }
-  cli_region_install(&reg, &o.s);
-  if (o.child_case >= 0) return run_child(&o, &cl, pass_mask, pmu, &reg);
-  opf_context *ctx = malloc(sizeof *ctx);
+  opf_session *ses = NULL;
   char *paths[MAX_OUTPUTS];
-  opf_emitter *em[MAX_OUTPUTS] = {0};
   resolve_paths(&o, paths);
-  if (ctx) {
-    opf_context_collect(ctx, &o.s, pmu, command);
-    cli_blas_context(ctx);
-    /* The harness's own cost per sample, on an empty operator: timer only, and with the
-     * run's counters (absent when none of them opens: never a made-up figure). */
-    const char *what[2] = {"timer", o.s.events};
-    double per[2];
-    if (opf_overhead_measure(what, o.s.events[0] ? 2 : 1, per, &e) == OPF_OK)
-      for (int i = 0; i < 2 && i < (o.s.events[0] ? 2 : 1); i++)
-        if (per[i] >= 0) {
-          snprintf(ctx->overhead[ctx->n_overhead].what, sizeof ctx->overhead[0].what, "%s",
-                   i ? "timer+counters" : "timer");
-          ctx->overhead[ctx->n_overhead++].per_sample_s = per[i];
-        }
+  if (opf_session_new(&ses, &o.s, command, &e)) {
+    for (int i = 0; i < o.n_out; i++) free(paths[i]);
+    free(cl.v);
+    return cli_usage_error("%s", e.msg);
   }
-  if (ctx) rc = cli_backend_context(&bk, ctx, &e); /* callgrind child: simulated counters */
-  cli_peer *peer = o.peer_lib >= 0 && o.child_case < 0 ? cli_peer_new(o.peer_lib, o.peer_check) : NULL;
-  if (ctx && peer) snprintf(ctx->peer, sizeof ctx->peer, "%s", opf_peer_lib_name((opf_peer_lib)o.peer_lib));
-  /* Roofline: from the figures `opperf machine` cached; absent (no % column) otherwise;
-   * before the reports begin (the CSV header has a level column with it). */
-  opf_machine mach;
-  char mpath[512];
-  int have_machine = opf_machine_load(&mach, opf_machine_path(mpath, sizeof mpath), &e) == OPF_OK;
-  if (ctx) ctx->have_machine = have_machine;
-  for (int i = 0; ctx && !rc && i < o.n_out; i++) rc = opf_emitter_begin(&em[i], o.fmt[i], paths[i], ctx, &e);
+  for (int i = 0; i < o.n_out; i++) opf_session_add_output(ses, o.fmt[i], paths[i], &e);
+  opf_pmu *pmu = opf_session_pmu(ses);
+  opf_settings *ss = opf_session_settings(ses);
+  /* --isolate: the case server forks now, before this process opens counters or starts
+   * threads; every case's process starts from here. */
+  opf_case_server *srv = NULL;
+  case_job_ctx job = {&o, &cl, pass_mask, pmu};
+  cli_region reg;
+  int setup = EXIT_OK;
+  if (o.isolate && cli_isolate_start(&srv, case_job, &job)) setup = EXIT_USAGE;
+  else if (opf_session_start(ses, &e)) setup = cli_usage_error("%s", e.msg);
+  /* The measured-region hooks: the back-end's, then perf record control. */
+  else if (cli_region_setup(&reg, ss, o.perf_ctl)) setup = EXIT_USAGE;
+  else if (cli_profile_setup(&o.prof, &reg)) { /* --profile: sampling inside the measured samples */
+    cli_region_finish(&reg);
+    setup = EXIT_USAGE;
+  }
+  if (setup) {
+    opf_case_server_stop(srv);
+    opf_session_free(ses);
+    for (int i = 0; i < o.n_out; i++) free(paths[i]);
+    free(cl.v);
+    return setup;
+  }
+  cli_region_install(&reg, ss);
+  opf_context *ctx = opf_session_context(ses);
+  cli_blas_context(ctx);
+  rc = cli_backend_context(&bk, ctx, &e); /* callgrind child: simulated counters */
+  cli_peer *peer = o.peer_lib >= 0 ? cli_peer_new(o.peer_lib, o.peer_check) : NULL;
+  if (peer) snprintf(ctx->peer, sizeof ctx->peer, "%s", opf_peer_lib_name((opf_peer_lib)o.peer_lib));
+  if (!rc) rc = opf_session_begin(ses, &e);
 
   int failed = 0, total = 0, done = 0, tty = isatty(2);
   for (int i = 0; i < cl.n; i++) total += case_passes(&o, &cl.v[i], pass_mask, NULL);
   cli_progress prog;
   cli_progress_start(&prog, total, tty);
   cli_stop_install(o.isolate);
-  for (int i = 0; ctx && !rc && i < cl.n && !cli_stop_requested; i++) {
+  for (int i = 0; !rc && i < cl.n && !cli_stop_requested; i++) {
     run_case *c = &cl.v[i];
     opf_pass passes[OPF_NPASSES];
     opf_result res[OPF_NPASSES], more[OPF_NPASSES];
     int np = case_passes(&o, c, pass_mask, passes);
     cli_progress_case(&prog, c->c.op->name, opf_dtype_name(c->c.dtype), np);
     done += np;
-    o.s.case_index = i;
+    ss->case_index = i;
     for (int rep = 0; rep < o.reps && (rep == 0 || !cli_stop_requested); rep++) {
       opf_result *into = rep ? more : res; /* repetitions after the first merge into res */
       if (o.isolate) {
-        cli_isolate_run(i, &c->c, c->set, passes, np, o.timeout, pmu, &cli_stop_requested, into);
+        cli_isolate_run(srv, i, &c->c, c->set, passes, np, o.timeout, pmu, &cli_stop_requested, into);
       } else {
         for (int k = 0; k < np; k++) {
-          opf_measure(&o.s, &c->c, c->set, passes[k], pmu, &into[k]);
+          opf_session_measure(ses, &c->c, c->set, passes[k], &into[k]);
           /* callgrind child: this pass's dumps, before the next pass (bwd after fwd) makes its own */
           cli_backend_result(&bk, &into[k]);
           cli_profile_attach(&o.prof, &into[k]);
@@ -818,7 +831,7 @@ int cmd_run(int argc, char **argv) {
     }
     for (int k = 0; k < np; k++) {
       opf_result *r = &res[k];
-      if (have_machine) opf_roofline_apply(&mach, &o.s, r); /* cache-aware (src/roofline.c) */
+      opf_session_finish_result(ses, r); /* isolated and merged results too */
       failed += r->status >= OPF_ST_ERROR;
       cli_progress_result(&prog, r);
       if (o.verbose) {
@@ -828,25 +841,23 @@ int cmd_run(int argc, char **argv) {
       cli_profile_collect(&o.prof, r);
       /* --baseline: kept until the peer has run, then joined and recorded (peer.c) */
       if (peer && !cli_peer_keep(peer, &c->c, r)) continue;
-      for (int f = 0; f < o.n_out; f++) opf_emitter_record(em[f], r);
+      opf_session_record(ses, r);
       opf_result_release(r);
     }
   }
   if (tty && peer) fprintf(stderr, "\r\033[K[peer] %s", opf_peer_lib_name((opf_peer_lib)o.peer_lib));
-  int mismatches = peer && ctx ? cli_peer_finish(peer, &o.s, ctx, em, o.n_out, cli_stop_requested > 0) : 0;
-  if (ctx && cli_stop_requested) ctx->interrupted = 1;
+  int n_em;
+  opf_emitter **em = opf_session_emitters(ses, &n_em);
+  int mismatches = peer ? cli_peer_finish(peer, &o.s, ctx, em, n_em, cli_stop_requested > 0) : 0;
+  if (cli_stop_requested) ctx->interrupted = 1;
   if (tty) fprintf(stderr, "\r\033[K");
   cli_region_finish(&reg);
-  if (ctx) opf_context_finish(ctx);
-  for (int i = 0; i < o.n_out; i++) {
-    if (em[i] && opf_emitter_end(em[i], !rc, &e) && !rc) rc = OPF_EIO;
-    if (o.n_out > 1 && o.fmt[i] == OPF_FMT_TABLE && i + 1 < o.n_out && !paths[i]) fputc('\n', stdout);
-  }
+  opf_case_server_stop(srv);
+  if (opf_session_end(ses, !rc, &e) && !rc) rc = OPF_EIO;
   if (!rc) cli_progress_finish(&prog, paths, o.n_out);
   for (int i = 0; i < o.n_out; i++) free(paths[i]);
   int prof_rc = cli_profile_finish(&o.prof, !rc); /* --profile-folded FILE */
-  opf_pmu_free(pmu);
-  free(ctx);
+  opf_session_free(ses);
   free(cl.v);
   cli_peer_free(peer);
   if (rc) return cli_usage_error("%s", e.msg[0] ? e.msg : "cannot write the report");

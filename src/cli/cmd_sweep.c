@@ -159,7 +159,10 @@ static int parse_args(int argc, char **argv, sweep_opts *o) {
       else return cli_usage_error("too many --input/--param items");
       break;
     case O_DTYPE: o->dtype = optarg; break;
-    case O_PASS: o->passes = optarg; break;
+    case O_PASS:
+      if (cli_check_list(optarg, "--pass")) return EXIT_USAGE;
+      o->passes = optarg;
+      break;
     case O_CACHE: o->caches = optarg; break;
     case O_EVENTS:
       if (strlen(optarg) >= sizeof o->s.events) return cli_usage_error("--events list is too long");
@@ -389,8 +392,7 @@ typedef struct sweep_state {
   int miss_any[MAX_MISS];       /* some row has a value */
   int n_miss;
   int any_cyc_counter, any_cyc_est;
-  int have_mach;     /* the ceilings of `opperf machine` (roofline, roofline-pct) */
-  opf_machine mach;
+  const opf_machine *mach; /* the ceilings of `opperf machine` (roofline chart); NULL: none */
 } sweep_state;
 
 static void fill_row(sweep_state *st, const opf_context *ctx, const sweep_point *p, const opf_result *r,
@@ -664,7 +666,7 @@ static int write_plot(const sweep_opts *o, const sweep_state *st, const sweep_po
     ylabel = ybuf;
   }
   int roof = !strcmp(m, "roofline"), roofpct = !strcmp(m, "roofline-pct");
-  if ((roof || roofpct) && !st->have_mach) {
+  if ((roof || roofpct) && !st->mach) {
     rc = opf_err_set(e, OPF_EINVAL, "--plot-metric %s needs this machine's ceilings: run `opperf machine` first", m);
     goto out;
   }
@@ -724,7 +726,7 @@ static int write_plot(const sweep_opts *o, const sweep_state *st, const sweep_po
   opf_svg_roof roofs[OPF_MEM_LEVELS];
   char roof_labels[OPF_MEM_LEVELS][48], cap[96];
   if (roof) { /* the cache-aware roofline chart: the ceilings of `opperf machine` */
-    plot.n_roofs = opf_roofline_chart(&st->mach, nrows ? rows[0].dtype : OPF_F32, o->s.threads, roofs, roof_labels, cap, sizeof cap);
+    plot.n_roofs = opf_roofline_chart(st->mach, nrows ? rows[0].dtype : OPF_F32, o->s.threads, roofs, roof_labels, cap, sizeof cap);
     plot.roofs = roofs, plot.cap_label = cap, plot.xlog = plot.ylog = 1, plot.xcat = NULL, plot.n_xcat = 0;
     plot.xlabel = "arithmetic intensity (FLOP/byte, models)";
   }
@@ -829,52 +831,52 @@ int cmd_sweep(int argc, char **argv) {
     free(cases);
     return rc;
   }
+  /* The run pipeline (src/session.c), as `opperf run` uses it; the sweep's own table, CSV and
+   * JSON (points with per-element figures) are rendered at the end, the trace streams. */
   opf_err e;
   memset(&e, 0, sizeof e);
-  opf_pmu *pmu = NULL;
-  if (opf_pmu_create(&pmu, o.s.events, NULL, &e) || opf_runtime_setup(&o.s, &e) || opf_pmu_open(pmu, &e)) {
-    opf_pmu_free(pmu);
+  opf_session *ses = NULL;
+  if (opf_session_new(&ses, &o.s, command, &e) ||
+      (o.fmt == OPF_FMT_TRACE && opf_session_add_output(ses, OPF_FMT_TRACE, o.output, &e)) ||
+      opf_session_start(ses, &e)) {
+    opf_session_free(ses);
     free(pts);
     free(cases);
     return cli_usage_error("%s", e.msg);
   }
+  opf_settings *ss = opf_session_settings(ses);
   cli_region reg;
-  if (cli_region_setup(&reg, &o.s, o.perf_ctl)) {
-    opf_pmu_free(pmu);
+  if (cli_region_setup(&reg, ss, o.perf_ctl)) {
+    opf_session_free(ses);
     free(pts);
     free(cases);
     return EXIT_USAGE;
   }
-  cli_region_install(&reg, &o.s);
-  opf_context *ctx = malloc(sizeof *ctx);
+  cli_region_install(&reg, ss);
+  opf_context *ctx = opf_session_context(ses);
   int nrows_max = np * npass * ncm, nrows = 0, failed = 0;
   sweep_row *rows = calloc((size_t)nrows_max, sizeof *rows);
-  opf_emitter *trace = NULL;
-  rc = !ctx || !rows ? opf_err_set(&e, OPF_ENOMEM, "out of memory") : 0;
+  rc = !rows ? opf_err_set(&e, OPF_ENOMEM, "out of memory") : 0;
   if (!rc) {
-    opf_context_collect(ctx, &o.s, pmu, command);
     cli_blas_context(ctx);
     rc = cli_backend_context(&bk, ctx, &e);
   }
-  if (!rc && o.fmt == OPF_FMT_TRACE) rc = opf_emitter_begin(&trace, OPF_FMT_TRACE, o.output, ctx, &e);
+  if (!rc) rc = opf_session_begin(ses, &e);
   sweep_state st;
   memset(&st, 0, sizeof st);
-  char mpath[512];
-  opf_err me = {0};
-  st.have_mach = opf_machine_load(&st.mach, opf_machine_path(mpath, sizeof mpath), &me) == OPF_OK;
+  st.mach = opf_session_machine(ses); /* the session places each result on the roofline */
   int tty = isatty(2) && !o.verbose, done = 0;
   cli_stop_install(0);
   for (int c = 0; !rc && c < ncm && !cli_stop_requested; c++) {
-    o.s.cache = (opf_cache_mode)cmodes[c];
+    o.s.cache = ss->cache = (opf_cache_mode)cmodes[c];
     for (int i = 0; i < np && !cli_stop_requested; i++)
       for (int p = 0; p < npass && !cli_stop_requested; p++) {
         if (tty) fprintf(stderr, "\r\033[K[%d/%d] %s %s %s %s", ++done, nrows_max, op->name, pts[i].label,
                          opf_pass_name(passes[p]), cache_name(cmodes[c]));
         opf_result r;
-        o.s.case_index = nrows;
-        opf_measure(&o.s, &cases[i], "sweep", passes[p], pmu, &r);
+        ss->case_index = nrows;
+        opf_session_measure(ses, &cases[i], "sweep", passes[p], &r);
         cli_backend_result(&bk, &r);
-        if (st.have_mach) opf_roofline_apply(&st.mach, &o.s, &r); /* cache-aware (src/roofline.c) */
         sweep_row *row = &rows[nrows++];
         row->point = i;
         row->cache = cmodes[c];
@@ -882,7 +884,7 @@ int cmd_sweep(int argc, char **argv) {
         fill_row(&st, ctx, &pts[i], &r, row);
         failed += r.status >= OPF_ST_ERROR;
         if (o.verbose) cli_verbose_line("sweep", &r, &o.s);
-        if (trace) opf_emitter_record(trace, &r);
+        opf_session_record(ses, &r); /* the trace, when that is the format */
         opf_result_release(&r);
       }
   }
@@ -890,14 +892,13 @@ int cmd_sweep(int argc, char **argv) {
   cli_region_finish(&reg);
   if (!rc) {
     if (cli_stop_requested) ctx->interrupted = 1;
-    opf_context_finish(ctx);
+    rc = opf_session_end(ses, 1, &e); /* the context's end figures; a trace is written here */
+  }
+  if (!rc) {
     o.s.cache = (opf_cache_mode)cmodes[0];
     const char *opname = op->name;
     if (o.plot) rc = write_plot(&o, &st, pts, np, rows, nrows, xlog, xlabel, opname, what, cmodes, ncm, passes, npass, &e);
-    if (!rc && trace) {
-      rc = opf_emitter_end(trace, 1, &e);
-      trace = NULL;
-    } else if (!rc) {
+    if (!rc && o.fmt != OPF_FMT_TRACE) {
       char *buf = NULL;
       size_t len = 0;
       if (o.fmt == OPF_FMT_JSON) {
@@ -929,9 +930,7 @@ int cmd_sweep(int argc, char **argv) {
       free(buf);
     }
   }
-  if (trace) opf_emitter_end(trace, 0, NULL);
-  opf_pmu_free(pmu);
-  free(ctx);
+  opf_session_free(ses); /* ends an unfinished trace without writing it */
   free(rows);
   free(pts);
   free(cases);

@@ -71,6 +71,13 @@ grep -q '^1 cases' "$tmp/out" || fail "dry run count: $(cat "$tmp/out")"
 expect 0 "" -- run relu --input x=3x5 --pass both "${quick[@]}"
 grep -q 'both' "$tmp/out" || fail "--pass both row missing"
 
+# list options reject empty items (perf does too): exit 2, one line naming the option
+for bad_list in "--format json," "--dtype float32,,float64" "--pass fwd," "--shapes ,standard" "--impl native," "--events cycles,,instructions"; do
+  # shellcheck disable=SC2086
+  expect 2 "${bad_list%% *}: empty item" -- run relu --input x=4 "${quick[@]}" $bad_list
+done
+expect 2 "--pass: empty item" -- sweep relu --shapes 16,32 --pass fwd,
+
 # config file
 cat >"$tmp/ok.json" <<'JSON'
 [{"op": "relu", "inputs": {"x": [7, 9]}, "dtype": "float64"},
@@ -79,6 +86,12 @@ JSON
 expect 0 "" -- run --config "$tmp/ok.json" --pass fwd "${quick[@]}" --format csv
 [ "$(grep -c '^relu,' "$tmp/out")" -eq 2 ] || fail "config cases: $(cat "$tmp/out")"
 grep -q '7x9' "$tmp/out" || fail "config shape from a list"
+# Isolated cases are planned once: their processes fork from a case server and never read the
+# command line's inputs again, so a config from a pipe (read once) runs isolated (a re-executed
+# case process read an empty pipe and failed).
+cat "$tmp/ok.json" | "$OPPERF" run --config /dev/stdin --isolate --pass fwd "${quick[@]}" --format csv >"$tmp/out" 2>"$tmp/err" ||
+  fail "isolated run of a config from a pipe: $(cat "$tmp/err")"
+[ "$(grep -c '^relu,.*,ok,' "$tmp/out")" -eq 2 ] || fail "isolated config cases from a pipe: $(cat "$tmp/out")"
 
 # counters: software events count; an unsupported hardware event is reported, not faked
 expect 0 "" -- run relu --input x=64x64 --pass fwd "${quick[@]}" --events sw,cycles --format json -o "$tmp/ev.json"
