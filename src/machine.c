@@ -479,7 +479,7 @@ static void find_levels(opf_machine *m) {
     for (int i = 0; i < nc; i++) {
       if (ci[i].level != lvl || !strcmp(ci[i].type, "Instruction") || !ci[i].size) continue;
       opf_mem_level *l = &m->levels[m->n_levels++];
-      snprintf(l->name, sizeof l->name, "L%d", lvl);
+      snprintf(l->name, sizeof l->name, "L%c", '0' + lvl);   /* lvl is 1..3 */
       l->size = ci[i].size;
       l->sharing = ci[i].num_sharing > 0 ? ci[i].num_sharing : 1;
       break;
@@ -750,7 +750,7 @@ static const char *get_levels(const cJSON *root, opf_machine *t) {
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(o, "size_bytes");
     const cJSON *sh = cJSON_GetObjectItemCaseSensitive(o, "shared_by_cpus");
     char want[8];
-    snprintf(want, sizeof want, i == n - 1 ? "DRAM" : "L%d", i + 1);
+    snprintf(want, sizeof want, i == n - 1 ? "DRAM" : "L%c", '1' + i);   /* i < 4 */
     if (get_str(o, "name", l->name, sizeof l->name) || strcmp(l->name, want))
       return "levels must be named L1, L2, L3 innermost first, then DRAM";
     if (!cJSON_IsNumber(size) || size->valuedouble < 0 || size->valuedouble > 1e15 ||
@@ -798,10 +798,11 @@ int opf_machine_load(opf_machine *m, const char *path, opf_err *err) {
   const cJSON *thr = cJSON_GetObjectItemCaseSensitive(root, "threads_all");
   if (!cJSON_IsObject(root)) bad = "not a JSON object";
   else if (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble < MACHINE_SCHEMA) {
+    int old = v->valueint;   /* before the tree goes */
     cJSON_Delete(root);
     return opf_err_set(err, OPF_EINVAL, "'%s' holds the ceilings of an older opperf (schema %d: DRAM "
                        "bandwidth only; this one measures each cache level); run opperf machine --refresh",
-                       path, v->valueint);
+                       path, old);
   } else if (!cJSON_IsNumber(v) || v->valuedouble != MACHINE_SCHEMA) bad = "missing or unknown schema_version";
   else if (get_str(root, "cpu_model", t.cpu_model, sizeof t.cpu_model)) bad = "missing cpu_model";
   else if (get_str(root, "isa", t.isa, sizeof t.isa)) bad = "missing isa";

@@ -302,11 +302,18 @@ int opf_wire_decode(const char *buf, size_t len, opf_result *r, size_t *used, op
               r->n_events > OPF_PMU_MAX_EVENTS || r->n_samples < 0 || r->n_reps < 0 || r->n_reps > OPF_MAX_REPS ||
               r->profile.n_funcs < 0 || r->profile.n_funcs > OPF_PROFILE_MAX_FUNCS))
     rc = opf_err_set(err, OPF_EINVAL, "result message: a count is out of range");
+  /* Arrays of counters beyond the final count (a damaged message can lower it after they
+   * arrived, or make it invalid) are nobody's: freed here, not leaked. */
+  int ne = r->n_events < 0 ? 0 : r->n_events > OPF_PMU_MAX_EVENTS ? OPF_PMU_MAX_EVENTS : r->n_events;
+  for (int i = ne; i < OPF_PMU_MAX_EVENTS; i++) {
+    free(r->events[i].raw);
+    r->events[i].raw = NULL;
+  }
   if (!rc && r->folded_len && !r->folded) r->folded_len = 0;
   for (int i = 0; !rc && i < r->n_events; i++)
     if (!r->events[i].raw) r->events[i].n_raw = 0;
   if (rc) {
-    if (r->n_events < 0 || r->n_events > OPF_PMU_MAX_EVENTS) r->n_events = 0;
+    r->n_events = ne;
     opf_result_release(r);
     memset(r, 0, sizeof *r);
     return rc;
