@@ -103,6 +103,8 @@ static int read_caches(opf_cache_info *out, int max) {
   return n;
 }
 
+int opf_cache_list(opf_cache_info *out, int max) { return out && max > 0 ? read_caches(out, max) : 0; }
+
 uint64_t opf_llc_bytes(void) {
   opf_cache_info c[8];
   int n = read_caches(c, 8);

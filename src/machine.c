@@ -1,6 +1,9 @@
 /* machine.c: the machine's ceilings for rooflines: peak FLOP/s (an FMA throughput kernel per
- * vector ISA, chosen at run time) and STREAM-triad bandwidth, on 1 thread and on all threads;
- * the JSON cache file (save / load, refused when measured on another CPU); the roofline bound.
+ * vector ISA, chosen at run time) and the bandwidth of each memory level (L1, L2, L3 from sysfs,
+ * DRAM: a read-only and a STREAM-triad kernel on working sets of half of each cache, and the
+ * triad far beyond the last-level cache), on 1 thread and on all threads; the JSON cache file
+ * (save / load, refused when measured on another CPU or by an older schema); the single-ceiling
+ * roofline bound (the cache-aware placement is src/roofline.c).
  * Library code: no printing, errors go to opf_err. */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -26,7 +29,8 @@
 #include "opperf/machine.h"
 #include "opperf/report.h"
 
-#define MACHINE_SCHEMA 1
+/* 2: per-level bandwidths ("levels"); a schema-1 file (DRAM triad only) is refused. */
+#define MACHINE_SCHEMA 2
 #define TRIAD_WINDOWS 8
 
 /* ------------------------------------------------------------------------------------------
@@ -170,6 +174,37 @@ triad_range(double *restrict a, const double *restrict b, const double *restrict
   for (size_t i = 0; i < n; i++) a[i] = b[i] + s * c[i];
 }
 
+/* Read-only: the sum of three arrays of n doubles, read side by side as the triad reads its
+ * two (one stream alone leaves the prefetchers' parallelism unused: measured here, a single
+ * stream read L2 and DRAM at about half the triad's rate). Six independent 64-byte vector sums
+ * (zmm on x86-64-v4, pairs of ymm on v3) keep the adds' latency off the loads; GCC's own
+ * vectorisation of the scalar form scalarised part of it. Counted as 3 x 8 bytes per element. */
+typedef double v8d __attribute__((vector_size(64)));
+static inline v8d load8(const double *p) {
+  v8d v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+#ifdef OPF_MACHINE_X86
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+static double
+read_range(const double *restrict a, const double *restrict b, const double *restrict c, size_t n) {
+  v8d s[6] = {{0}};
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    s[0] += load8(a + i), s[1] += load8(a + i + 8);
+    s[2] += load8(b + i), s[3] += load8(b + i + 8);
+    s[4] += load8(c + i), s[5] += load8(c + i + 8);
+  }
+  double r = 0;
+  for (; i < n; i++) r += a[i] + b[i] + c[i];
+  for (int k = 0; k < 6; k++)
+    for (int l = 0; l < 8; l++) r += s[k][l];
+  return r;
+}
+
 /* Thread `id` of `nt` owns [lo, hi): contiguous chunks rounded to whole 4 KiB pages, the same
  * split for the first touch and for the timed runs so each thread writes pages it placed. */
 static void chunk_of(size_t n, int nt, int id, size_t *lo, size_t *hi) {
@@ -190,33 +225,62 @@ static void chunk_of(size_t n, int nt, int id, size_t *lo, size_t *hi) {
  * Preemption during a rep still counts; the best rep is the one that had the CPUs.
  * ------------------------------------------------------------------------------------------ */
 
+typedef enum rep_kind {
+  K_FMA,          /* FMA kernel: iters calls' worth per thread */
+  K_DRAM_TRIAD,   /* triad over one window of the big arrays, split among the team */
+  K_DRAM_READ,    /* read-only over one window of a, b and c, split among the team */
+  K_CACHE_TRIAD,  /* each thread: iters passes of the triad over its own 3 x n elements */
+  K_CACHE_READ    /* each thread: iters passes of the read over its own 3 arrays */
+} rep_kind;
+
 typedef struct rep_work {
-  int triad;             /* 0: FMA kernel, 1: triad */
+  rep_kind kind;
   fma_fn fn;             /* FMA: kernel, iterations per thread and FLOP per iteration */
-  long iters;
+  long iters;            /* FMA: iterations; cache kernels: passes per rep */
   double flop_per_iter;
-  double *a;             /* triad: arrays of nwin windows of `win` elements; rep r */
+  double *a;             /* DRAM: arrays of nwin windows of `win` elements; rep r */
   const double *b, *c;   /* streams window r % nwin */
   size_t win;
   int nwin, next;
+  double *buf;           /* cache kernels: thread id's arrays start at buf + id * stride */
+  size_t n, stride;      /* elements per array (3 arrays back to back), stride in doubles */
 } rep_work;
 
 /* Keeps every kernel's result alive so the compiler cannot drop the work. */
 static volatile double machine_sink;
 
 static double rep_do(const rep_work *w, int nt, int id) {
-  if (!w->triad) return w->fn(w->iters);
+  double r = 0;
+  if (w->kind == K_FMA) return w->fn(w->iters);
+  if (w->kind == K_CACHE_TRIAD || w->kind == K_CACHE_READ) {
+    double *x = w->buf + (size_t)id * w->stride;
+    for (long p = 0; p < w->iters; p++) {
+      if (w->kind == K_CACHE_READ) r += read_range(x, x + w->n, x + 2 * w->n, w->n);
+      else triad_range(x, x + w->n, x + 2 * w->n, 3.0, w->n);
+    }
+    return r;
+  }
   size_t lo, hi, off = w->win * (size_t)w->next;
   chunk_of(w->win, nt, id, &lo, &hi);
-  if (lo < hi) triad_range(w->a + off + lo, w->b + off + lo, w->c + off + lo, 3.0, hi - lo);
+  if (lo >= hi) return 0;
+  if (w->kind == K_DRAM_READ) return read_range(w->a + off + lo, w->b + off + lo, w->c + off + lo, hi - lo);
+  triad_range(w->a + off + lo, w->b + off + lo, w->c + off + lo, 3.0, hi - lo);
   return 0;
 }
 
 /* FLOP or bytes of one rep of the whole team. */
 static double rep_units(const rep_work *w, int nt) {
-  return w->triad ? 3.0 * sizeof(double) * (double)w->win
-                  : w->flop_per_iter * (double)w->iters * nt;
+  const double d = sizeof(double);
+  switch (w->kind) {
+  case K_DRAM_TRIAD:
+  case K_DRAM_READ: return 3 * d * (double)w->win;
+  case K_CACHE_TRIAD:
+  case K_CACHE_READ: return 3 * d * (double)w->n * (double)w->iters * nt;
+  default: return w->flop_per_iter * (double)w->iters * nt;
+  }
 }
+
+static int rep_windowed(const rep_work *w) { return w->kind == K_DRAM_TRIAD || w->kind == K_DRAM_READ; }
 
 /* One FMA repetition's target length. Short: on a shared machine a team only has its CPUs to
  * itself between preemptions (a time slice is a few ms) and the best of many short reps finds
@@ -333,8 +397,8 @@ static double team_best(rep_work *w, int threads, double seconds, int *team) {
           if (rate > best) best = rate;
           good += clean && rate >= 0.9 * best;
         }
-        if (!w->triad && el < target / 2 && w->iters < (1L << 40)) w->iters *= 2;
-        if (w->triad) w->next = (w->next + 1) % w->nwin;
+        if (!rep_windowed(w) && el < target / 2 && w->iters < (1L << 40)) w->iters *= 2;
+        if (rep_windowed(w)) w->next = (w->next + 1) % w->nwin;
         double t = opf_now();
         if (rep >= 3 && t >= t_end && (good >= 3 || t >= t_end + grace)) stop = 1;
       }
@@ -347,27 +411,91 @@ static double team_best(rep_work *w, int threads, double seconds, int *team) {
   return best;
 }
 
-/* Peak FLOP/s of one dtype on 1 thread and on `threads`. The per-thread work of a rep is
- * calibrated on one thread (a direct call: no team, no wake-up latency) and shared by both. */
-static void measure_flops(const fma_kernel *k, int dt, int threads, double seconds, double out[2],
-                          int *team) {
-  rep_work w = {.triad = 0, .fn = k->fn[dt], .iters = 256,
-                .flop_per_iter = 2.0 * k->lanes[dt] * k->nacc};
+/* The per-thread work of a rep (iters), calibrated on one thread by direct calls (no team, no
+ * wake-up latency) to about the rep target. */
+static void calibrate(rep_work *w, double seconds) {
   double target = rep_target(seconds), el;
-  machine_sink = w.fn(w.iters);
+  machine_sink = rep_do(w, 1, 0);
   for (;;) {
     double t0 = opf_now();
-    machine_sink = w.fn(w.iters);
+    machine_sink = rep_do(w, 1, 0);
     el = opf_now() - t0;
-    if (el >= target / 4 || w.iters > (1L << 40)) break;
-    w.iters *= 2;
+    if (el >= target / 4 || w->iters > (1L << 40)) break;
+    w->iters *= 2;
   }
   if (el > 0 && el < target) {
-    double scaled = (double)w.iters * target / el;
-    if (scaled > (double)w.iters) w.iters = (long)scaled;
+    double scaled = (double)w->iters * target / el;
+    if (scaled > (double)w->iters) w->iters = (long)scaled;
   }
+}
+
+/* Peak FLOP/s of one dtype on 1 thread and on `threads`; one calibration shared by both. */
+static void measure_flops(const fma_kernel *k, int dt, int threads, double seconds, double out[2],
+                          int *team) {
+  rep_work w = {.kind = K_FMA, .fn = k->fn[dt], .iters = 256,
+                .flop_per_iter = 2.0 * k->lanes[dt] * k->nacc};
+  calibrate(&w, seconds);
   out[0] = team_best(&w, 1, seconds, NULL);
   out[1] = team_best(&w, threads, seconds, team);
+}
+
+/* Read-only and triad bandwidth of a cache level on `threads` threads, each streaming its own
+ * `per_thread` bytes (3 arrays of equal length, placed by the thread that streams them) over
+ * and over. Returns 0, or -1 when out of memory or the triad gave wrong values. */
+static int measure_cache(double per_thread, int threads, double seconds, double *read_bw,
+                         double *triad_bw, int *team) {
+  size_t n = (size_t)(per_thread / (3 * sizeof(double))) & ~(size_t)63;
+  if (n < 64) n = 64;
+  size_t stride = (3 * n + 511) & ~(size_t)511;   /* whole 4 KiB pages per thread */
+  double *buf = aligned_alloc(4096, (size_t)threads * stride * sizeof(double));
+  if (!buf) return -1;
+#pragma omp parallel num_threads(threads)
+  {
+    int id = omp_get_thread_num(), nt = omp_get_num_threads();
+    cpu_set_t old;
+    int pinned = nt > 1 ? pin_begin(id, &old) : 0;
+    double *x = buf + (size_t)id * stride;
+    for (size_t i = 0; i < n; i++) x[i] = 0.0, x[n + i] = 1.0, x[2 * n + i] = 2.0;
+    pin_end(pinned, &old);
+  }
+  rep_work w = {.kind = K_CACHE_READ, .iters = 1, .buf = buf, .n = n, .stride = stride};
+  calibrate(&w, seconds);
+  *read_bw = team_best(&w, threads, seconds, team);
+  w.kind = K_CACHE_TRIAD;
+  w.iters = 1;
+  calibrate(&w, seconds);
+  *triad_bw = team_best(&w, threads, seconds, team);
+  int ok = buf[0] == 7.0 && buf[n - 1] == 7.0;   /* 1 + 3 * 2: the triad really ran */
+  free(buf);
+  return ok ? 0 : -1;
+}
+
+/* The data caches of cpu0 (sysfs), innermost first, at most 3, then DRAM. */
+static void find_levels(opf_machine *m) {
+  opf_cache_info ci[8];
+  int nc = opf_cache_list(ci, 8);
+  m->n_levels = 0;
+  for (int lvl = 1; lvl <= 3; lvl++)
+    for (int i = 0; i < nc; i++) {
+      if (ci[i].level != lvl || !strcmp(ci[i].type, "Instruction") || !ci[i].size) continue;
+      opf_mem_level *l = &m->levels[m->n_levels++];
+      snprintf(l->name, sizeof l->name, "L%c", '0' + lvl);   /* lvl is 1..3 */
+      l->size = ci[i].size;
+      l->sharing = ci[i].num_sharing > 0 ? ci[i].num_sharing : 1;
+      break;
+    }
+  snprintf(m->levels[m->n_levels++].name, sizeof m->levels[0].name, "DRAM");
+}
+
+/* Bytes each of `threads` threads streams to measure cache level l: half of the share of one
+ * instance that falls to it (threads share an instance up to its `sharing` CPUs), so the data
+ * stay in that level and do not fit the one inside; a quarter for the last level, which other
+ * cores (and, in a VM, other guests) also fill: at half of it, part of the stream came from
+ * DRAM on the development VM (a 4 MiB sum read faster than the 16 MiB read kernel). */
+static double cache_ws(const opf_mem_level *l, int threads, int last) {
+  int share = threads < l->sharing ? threads : l->sharing;
+  double w = (double)l->size / (last ? 4 : 2) / (share > 0 ? share : 1);
+  return last && w < 2.0 * (double)l[-1].size ? (double)l->size / 2 / (share > 0 ? share : 1) : w;
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -412,6 +540,7 @@ int opf_machine_measure(opf_machine *m, double seconds, opf_err *err) {
                        (unsigned long long)(bytes >> 20));
   }
 
+  find_levels(m);
   int team = 1;
   fma_kernel k = pick_fma();
   snprintf(m->isa, sizeof m->isa, "%s", k.isa);
@@ -431,13 +560,35 @@ int opf_machine_measure(opf_machine *m, double seconds, opf_err *err) {
       for (size_t i = off + lo; i < off + hi; i++) a[i] = 0.0, b[i] = 1.0, c[i] = 2.0;
     pin_end(pinned, &old);
   }
-  rep_work w = {.triad = 1, .a = a, .b = b, .c = c, .win = win, .nwin = TRIAD_WINDOWS};
+  rep_work w = {.kind = K_DRAM_TRIAD, .a = a, .b = b, .c = c, .win = win, .nwin = TRIAD_WINDOWS};
   m->bandwidth[0] = team_best(&w, 1, seconds, NULL);
   m->bandwidth[1] = team_best(&w, nthreads, seconds, &team);
   if (team < m->threads_all) m->threads_all = team;
+  opf_mem_level *dram = &m->levels[m->n_levels - 1];
+  w.kind = K_DRAM_READ;
+  dram->read_bw[0] = team_best(&w, 1, seconds, NULL);
+  dram->read_bw[1] = team_best(&w, nthreads, seconds, &team);
+  if (team < m->threads_all) m->threads_all = team;
+  for (int t = 0; t < 2; t++) {
+    dram->triad_bw[t] = m->bandwidth[t];
+    dram->ws[t] = 3.0 * (double)bytes / (t ? nthreads : 1);
+  }
   int ok = a[0] == 7.0 && a[win - 1] == 7.0;   /* 1 + 3 * 2: the triad really ran */
   free(a), free(b), free(c);
   if (!ok) return opf_err_set(err, OPF_EKERNEL, "machine: the triad kernel produced wrong values");
+
+  /* The caches: shorter measurements (the kernels settle fast; there are 3 x 2 x 2 of them). */
+  for (int l = 0; l < m->n_levels - 1; l++) {
+    opf_mem_level *lv = &m->levels[l];
+    for (int t = 0; t < 2; t++) {
+      int nt = t ? nthreads : 1;
+      lv->ws[t] = cache_ws(lv, nt, l == m->n_levels - 2 && l > 0);
+      if (measure_cache(lv->ws[t], nt, seconds / 2, &lv->read_bw[t], &lv->triad_bw[t], t ? &team : NULL))
+        return opf_err_set(err, OPF_EKERNEL, "machine: the %s bandwidth test failed (out of memory "
+                           "or wrong values)", lv->name);
+      if (t && team < m->threads_all) m->threads_all = team;
+    }
+  }
 
   time_t now = time(NULL);
   struct tm tm;
@@ -447,9 +598,12 @@ int opf_machine_measure(opf_machine *m, double seconds, opf_err *err) {
     for (int t = 0; t < 2; t++)
       if (!(m->peak_flops[dt][t] > 0) || !isfinite(m->peak_flops[dt][t]))
         return opf_err_set(err, OPF_EKERNEL, "machine: the FMA kernel gave no usable figure");
-  if (!(m->bandwidth[0] > 0 && m->bandwidth[1] > 0 && isfinite(m->bandwidth[0]) &&
-        isfinite(m->bandwidth[1])))
-    return opf_err_set(err, OPF_EKERNEL, "machine: the triad kernel gave no usable figure");
+  for (int l = 0; l < m->n_levels; l++)
+    for (int t = 0; t < 2; t++) {
+      const opf_mem_level *lv = &m->levels[l];
+      if (!(lv->read_bw[t] > 0 && lv->triad_bw[t] > 0 && isfinite(lv->read_bw[t]) && isfinite(lv->triad_bw[t])))
+        return opf_err_set(err, OPF_EKERNEL, "machine: the %s bandwidth kernels gave no usable figure", lv->name);
+    }
   return OPF_OK;
 }
 
@@ -530,10 +684,28 @@ int opf_machine_save(const opf_machine *m, const char *path, opf_err *err) {
   cJSON_AddItemToObject(pf, "float64", f64);
   cJSON_AddItemToObject(root, "peak_flops", pf);
   cJSON_AddItemToObject(root, "bandwidth", bw);
+  cJSON *lv = cJSON_AddArrayToObject(root, "levels");
+  for (int i = 0; lv && i < m->n_levels; i++) {
+    const opf_mem_level *l = &m->levels[i];
+    cJSON *o = cJSON_CreateObject();
+    if (!o) break;
+    cJSON_AddStringToObject(o, "name", l->name);
+    cJSON_AddNumberToObject(o, "size_bytes", (double)l->size);
+    cJSON_AddNumberToObject(o, "shared_by_cpus", l->sharing);
+    cJSON_AddItemToObject(o, "working_set_bytes", exact_pair(l->ws));
+    cJSON_AddItemToObject(o, "read", exact_pair(l->read_bw));
+    cJSON_AddItemToObject(o, "triad", exact_pair(l->triad_bw));
+    cJSON_AddItemToArray(lv, o);
+  }
   cJSON_AddStringToObject(root, "units", "FLOP/s and bytes/s; arrays are [1 thread, all threads]");
   cJSON_AddStringToObject(root, "bandwidth_method",
                           "STREAM triad a=b+s*c, float64, 3 x 8 bytes per element "
                           "(write-allocate not counted), best of repetitions");
+  cJSON_AddStringToObject(root, "levels_method",
+                          "per level: read = sum of float64 (8 bytes per element), triad as above; "
+                          "caches: each thread streams its own working_set_bytes (half of its "
+                          "share of one instance) over and over; DRAM: windows of arrays of at "
+                          "least 4x the last-level cache");
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
   if (!text) return opf_err_set(err, OPF_ENOMEM, "out of memory");
@@ -566,6 +738,35 @@ static int get_pair(const cJSON *o, const char *key, double out[2]) {
   return get_pos(cJSON_GetArrayItem(v, 0), &out[0]) || get_pos(cJSON_GetArrayItem(v, 1), &out[1]);
 }
 
+/* The "levels" array: 1 to OPF_MEM_LEVELS entries, caches L1.. innermost first, DRAM last.
+ * NULL when good, else what is wrong. */
+static const char *get_levels(const cJSON *root, opf_machine *t) {
+  const cJSON *lv = cJSON_GetObjectItemCaseSensitive(root, "levels");
+  int n = cJSON_IsArray(lv) ? cJSON_GetArraySize(lv) : 0;
+  if (n < 1 || n > OPF_MEM_LEVELS) return "levels needs 1 to 4 entries (the caches, then DRAM)";
+  for (int i = 0; i < n; i++) {
+    const cJSON *o = cJSON_GetArrayItem(lv, i);
+    opf_mem_level *l = &t->levels[i];
+    const cJSON *size = cJSON_GetObjectItemCaseSensitive(o, "size_bytes");
+    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(o, "shared_by_cpus");
+    char want[8];
+    snprintf(want, sizeof want, i == n - 1 ? "DRAM" : "L%c", '1' + i);   /* i < 4 */
+    if (get_str(o, "name", l->name, sizeof l->name) || strcmp(l->name, want))
+      return "levels must be named L1, L2, L3 innermost first, then DRAM";
+    if (!cJSON_IsNumber(size) || size->valuedouble < 0 || size->valuedouble > 1e15 ||
+        !cJSON_IsNumber(sh) || sh->valuedouble < 0 || sh->valuedouble > 1 << 20 ||
+        ((i < n - 1) && (size->valuedouble < 1 || sh->valuedouble < 1)))
+      return "a level needs size_bytes and shared_by_cpus (positive for a cache)";
+    l->size = (uint64_t)size->valuedouble;
+    l->sharing = sh->valueint;
+    if (get_pair(o, "working_set_bytes", l->ws) || get_pair(o, "read", l->read_bw) ||
+        get_pair(o, "triad", l->triad_bw))
+      return "a level needs working_set_bytes, read and triad, each [1 thread, all threads] of positive numbers";
+  }
+  t->n_levels = n;
+  return NULL;
+}
+
 int opf_machine_load(opf_machine *m, const char *path, opf_err *err) {
   if (!m || !path || !*path) return opf_err_set(err, OPF_EINVAL, "machine: nothing to load or no path");
   FILE *f = fopen(path, "rb");
@@ -575,7 +776,7 @@ int opf_machine_load(opf_machine *m, const char *path, opf_err *err) {
       return opf_err_set(err, OPF_ENOTFOUND, "no machine figures in '%s' (run opperf machine)", path);
     return opf_err_set(err, OPF_EIO, "cannot read '%s': %s", path, strerror(e));
   }
-  char buf[16384];   /* a machine file is under 1 KiB */
+  char buf[16384];   /* a machine file is under 4 KiB */
   size_t len = fread(buf, 1, sizeof buf - 1, f);
   int rerr = ferror(f), big = !feof(f);
   fclose(f);
@@ -596,7 +797,13 @@ int opf_machine_load(opf_machine *m, const char *path, opf_err *err) {
   const cJSON *cpus = cJSON_GetObjectItemCaseSensitive(root, "cpus");
   const cJSON *thr = cJSON_GetObjectItemCaseSensitive(root, "threads_all");
   if (!cJSON_IsObject(root)) bad = "not a JSON object";
-  else if (!cJSON_IsNumber(v) || v->valuedouble != MACHINE_SCHEMA) bad = "missing or unknown schema_version";
+  else if (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble < MACHINE_SCHEMA) {
+    int old = v->valueint;   /* before the tree goes */
+    cJSON_Delete(root);
+    return opf_err_set(err, OPF_EINVAL, "'%s' holds the ceilings of an older opperf (schema %d: DRAM "
+                       "bandwidth only; this one measures each cache level); run opperf machine --refresh",
+                       path, old);
+  } else if (!cJSON_IsNumber(v) || v->valuedouble != MACHINE_SCHEMA) bad = "missing or unknown schema_version";
   else if (get_str(root, "cpu_model", t.cpu_model, sizeof t.cpu_model)) bad = "missing cpu_model";
   else if (get_str(root, "isa", t.isa, sizeof t.isa)) bad = "missing isa";
   else if (get_str(root, "timestamp", t.timestamp, sizeof t.timestamp)) bad = "missing timestamp";
@@ -607,6 +814,7 @@ int opf_machine_load(opf_machine *m, const char *path, opf_err *err) {
     bad = "peak_flops needs float32 and float64, each [1 thread, all threads] of positive numbers";
   else if (get_pair(root, "bandwidth", t.bandwidth))
     bad = "bandwidth needs [1 thread, all threads] of positive numbers";
+  else bad = get_levels(root, &t);
   if (!bad) {
     t.cpus = cpus->valueint;
     t.threads_all = thr->valueint;

@@ -1,5 +1,6 @@
 /* report_csv.c: CSV with one header line and stable column names (RFC 4180 quoting); one
- * trailing column per requested counter, named "<event>_per_call". */
+ * trailing column per requested counter, named "<event>_per_call"; roofline_level after them
+ * when a machine file gave ceilings. */
 #include <string.h>
 
 #include "opperf/topdown.h"
@@ -34,6 +35,8 @@ static int csv_begin(opf_emitter *e) {
     snprintf(h, sizeof h, "%s_per_call", e->ctx->events[i].name);
     field(e->out, h, 0);
   }
+  /* the cache-aware roofline's bound ("L1".."DRAM" or "compute"), with a machine file only */
+  if (e->ctx->have_machine) fputs(",roofline_level", e->out);
   /* topdown preset: level-1 shares of slots (0..1), last, so runs without it keep the header */
   if (opf_td_requested(e->ctx->events, e->ctx->n_events))
     fputs(",td_retiring,td_bad_speculation,td_frontend_bound,td_backend_bound,td_verdict", e->out);
@@ -80,6 +83,10 @@ static int csv_record(opf_emitter *e, const opf_result *r) {
     const opf_event_result *ev = i < r->n_events ? &r->events[i] : NULL;
     fputc(',', f);
     if (ev && ev->has_value) fprintf(f, "%.9g", ev->per_call);
+  }
+  if (e->ctx->have_machine) {
+    fputc(',', f);
+    if (r->status == OPF_ST_OK && r->roof.level_name[0]) fputs(opf_roofline_label(&r->roof), f);
   }
   if (opf_td_requested(e->ctx->events, e->ctx->n_events)) {
     opf_td_result td;

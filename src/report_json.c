@@ -213,6 +213,17 @@ static cJSON *result_json(const opf_result *r) {
     cJSON_AddNumberToObject(m, "major_page_faults_per_call", r->major_faults);
   }
   if (r->roofline > 0) cJSON_AddNumberToObject(model, "roofline_bound_flops_per_s", r->roofline);
+  if (r->roof.level_name[0]) { /* the cache-aware placement (src/roofline.c) */
+    const opf_roofline *rf = &r->roof;
+    cJSON_AddStringToObject(model, "roofline_level", opf_roofline_label(rf));
+    cJSON_AddStringToObject(model, "roofline_memory_level", rf->level_name);
+    cJSON_AddNumberToObject(model, "roofline_time_s", rf->time);
+    cJSON_AddNumberToObject(model, "roofline_ceiling_bytes_per_s", rf->bandwidth);
+    cJSON_AddStringToObject(model, "roofline_ceiling_kernel", rf->read_only ? "read" : "triad");
+    if (rf->peak > 0) cJSON_AddNumberToObject(model, "roofline_peak_flops_per_s", rf->peak);
+    cJSON_AddNumberToObject(model, "working_set_bytes", rf->working_set);
+    cJSON_AddNumberToObject(model, "working_set_per_thread_bytes", rf->per_thread_ws);
+  }
   /* Only metrics whose inputs exist: absent means absent, not 0. */
   cJSON *mets = cJSON_AddObjectToObject(o, "metrics");
   for (int m = 0; m < opf_metric_count(); m++) {

@@ -77,13 +77,19 @@ static void print_header(const opf_emitter *e, FILE *f, int md) {
               md ? "- " : "", c->events[i].reason);
       break;
     }
-  int over = 0;
+  int over = 0, placed = 0;
   const text_priv *p = e->priv;
-  for (int k = 0; k < p->n; k++) over |= p->rows[k].roofline > 0 && p->rows[k].time.median > 0 &&
-                                          p->rows[k].flops / p->rows[k].time.median > p->rows[k].roofline;
+  for (int k = 0; k < p->n; k++) {
+    const opf_result *r = &p->rows[k];
+    placed |= r->roof.level_name[0] != 0;
+    over |= r->roofline_time > 0 && r->time.median > 0 && r->roofline_time > 1.05 * r->time.median;
+  }
+  if (placed)
+    fprintf(f, "%sroofline %%: cache-aware (`opperf machine` ceilings): each case against the level its "
+               "working set fits in (per thread), bound = that level or compute\n", md ? "- " : "");
   if (over)
-    fprintf(f, "%sroofline %% uses the memory-bandwidth ceiling of `opperf machine`: cases whose data "
-               "stay in cache can exceed 100%%\n", md ? "- " : "");
+    fprintf(f, "%sabove 100%%: faster than the level's measured ceiling (part of the data in an inner "
+               "level, or a noisy run)\n", md ? "- " : "");
   int hw_missing = 0;
   for (int i = 0; i < c->n_events; i++) {
     const opf_pmu_event *ev = &c->events[i];
@@ -158,7 +164,7 @@ static int text_render(opf_emitter *e, int md) {
   text_priv *p = e->priv;
   const opf_context *ctx = e->ctx;
   enum { C_OP, C_DT, C_PASS, C_IN, C_PAR, C_MED, C_PEER, C_RATIO, C_AGREE, C_MIN, C_P90, C_CV, C_N, C_ALLOC, C_PEAK, C_M0 };
-  const int nm = opf_metric_count(), C_TD0 = C_M0 + nm, C_EV0 = C_TD0 + OPF_TD_N1;
+  const int nm = opf_metric_count(), C_BOUND = C_M0 + nm, C_TD0 = C_BOUND + 1, C_EV0 = C_TD0 + OPF_TD_N1;
   const int td_on = opf_td_requested(ctx->events, ctx->n_events);
   const int td_cap = opf_td_counters_from_note(ctx->pmu_note);
   int nev = ctx->n_events, ncol = C_EV0 + nev + 1, c_note = C_EV0 + nev;
@@ -179,6 +185,7 @@ static int text_render(opf_emitter *e, int md) {
   if (!md) opf_textable_header(t, C_N, "samples", 1);
   for (int m = 0; m < nm; m++)
     if (!md || m < 4) opf_textable_header(t, C_M0 + m, opf_metric_at(m)->label, 1);
+  opf_textable_header(t, C_BOUND, "bound", 0); /* the roofline's level, or compute */
   /* topdown preset: level-1 shares of slots, compact (retiring, bad speculation, front end,
    * back end); the verdict goes to the status column. */
   static const char *const td_hdr[OPF_TD_N1] = {"td:ret", "td:bad", "td:fe", "td:be"};
@@ -226,6 +233,7 @@ static int text_render(opf_emitter *e, int md) {
       if (!strcmp(opf_metric_at(m)->unit, "%")) opf_textable_cell(t, C_M0 + m, "%.1f%%", v);
       else opf_textable_cell(t, C_M0 + m, v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : "%.3g", v);
     }
+    if (r->roofline_time > 0 && !r->simulated) opf_textable_cell(t, C_BOUND, "%s", opf_roofline_label(&r->roof));
     opf_td_result td;
     char td_note[160] = "";
     if (td_on && opf_td_eval(r, td_cap, 0, &td)) {

@@ -83,10 +83,10 @@ int opf_session_begin(opf_session *s, opf_err *err) {
 }
 
 void opf_session_finish_result(const opf_session *s, opf_result *r) {
-  if (!s->have_machine) return;
-  r->roofline = opf_roofline_bound(&s->mach, r->dtype, s->s.threads, r->flops, r->bytes);
-  r->roofline_time = opf_roofline_time(&s->mach, r->dtype, s->s.threads, r->flops, r->bytes);
+  if (s->have_machine) opf_roofline_apply(&s->mach, &s->s, r); /* cache-aware (src/roofline.c) */
 }
+
+const opf_machine *opf_session_machine(const opf_session *s) { return s && s->have_machine ? &s->mach : NULL; }
 
 int opf_session_measure(opf_session *s, opf_case *c, const char *set, opf_pass pass, opf_result *r) {
   int rc = opf_measure(&s->s, c, set, pass, s->pmu, r);

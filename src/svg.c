@@ -1,6 +1,8 @@
 /* svg.c: SVG line plots written by opperf itself (sweep --plot): "nice" linear ticks, decades
  * on a log y axis and the measured values on a log x axis, one coloured polyline with circle
- * markers per series (each with a <title> tooltip), axis titles and a legend; text XML-escaped. */
+ * markers per series (each with a <title> tooltip), axis titles and a legend; text XML-escaped.
+ * With ceilings (opf_svg_roof), a roofline chart: one grey line per memory level and the
+ * compute peak, labelled on the chart, as Intel Advisor draws the cache-aware roofline. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +92,42 @@ static void set_range(axis *a, double mn, double mx) {
   a->hi = hi;
 }
 
+/* The ceilings of a roofline chart (both axes log), clipped to the plot area: each level's
+ * slanted line from the left edge (or the bottom) to its ridge point, then the cap. */
+static void draw_roofs(FILE *f, const opf_svg_plot *p, const axis *ax, const axis *ay) {
+  double x0 = pow(10, ax->lo), x1 = pow(10, ax->hi), y0 = pow(10, ay->lo), y1 = pow(10, ay->hi);
+  double cap = 0;
+  fputs("<g class=\"roofs\" fill=\"none\" stroke-width=\"1.5\">\n", f);
+  for (int k = 0; k < p->n_roofs; k++) {
+    const opf_svg_roof *r = &p->roofs[k];
+    if (!(r->slope > 0) || !isfinite(r->slope)) continue;
+    double xa = fmax(x0, y0 / r->slope), xr = r->cap > 0 ? r->cap / r->slope : x1;
+    xr = fmin(xr, fmin(x1, y1 / r->slope));
+    if (!(xa < xr)) continue;
+    if (r->cap > cap) cap = r->cap;
+    const char *dash = k % 3 == 0 ? "" : k % 3 == 1 ? " stroke-dasharray=\"6 3\"" : " stroke-dasharray=\"2 3\"";
+    double pxa = to_px(ax, xa), pya = to_px(ay, r->slope * xa), pxr = to_px(ax, xr), pyr = to_px(ay, r->slope * xr);
+    fprintf(f, "<polyline stroke=\"#777777\"%s points=\"%.1f,%.1f %.1f,%.1f", dash, pxa, pya, pxr, pyr);
+    if (r->cap > 0 && xr < x1) fprintf(f, " %.1f,%.1f", to_px(ax, x1), to_px(ay, r->cap));
+    fputs("\"><title>", f);
+    opf_svg_escape(f, r->label);
+    fputs("</title></polyline>\n", f);
+    /* the label along the slanted part, near its lower end */
+    double ang = atan2(pyr - pya, pxr - pxa) * 180 / M_PI, lx = pxa + 8, ly = pya + (pyr - pya) / (pxr - pxa) * 8 - 5;
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#555555\" stroke=\"none\" font-size=\"11\" "
+               "transform=\"rotate(%.1f %.1f %.1f)\">", lx, ly, ang, lx, ly);
+    opf_svg_escape(f, r->label);
+    fputs("</text>\n", f);
+  }
+  if (cap > 0 && cap < y1 && p->cap_label) {
+    fprintf(f, "<text x=\"%d\" y=\"%.1f\" fill=\"#555555\" stroke=\"none\" font-size=\"11\" "
+               "text-anchor=\"end\">", W - MR - 6, to_px(ay, cap) - 5);
+    opf_svg_escape(f, p->cap_label);
+    fputs("</text>\n", f);
+  }
+  fputs("</g>\n", f);
+}
+
 int opf_svg_render(const opf_svg_plot *p, char **out, size_t *len, opf_err *err) {
   *out = NULL;
   *len = 0;
@@ -103,10 +141,17 @@ int opf_svg_render(const opf_svg_plot *p, char **out, size_t *len, opf_err *err)
       if (!usable(x, ax.log) || !usable(y, ay.log)) continue;
       xmn = fmin(xmn, x), xmx = fmax(xmx, x), ymn = fmin(ymn, y), ymx = fmax(ymx, y);
     }
+  int roofs = p->n_roofs > 0 && p->roofs && ax.log && ay.log;
+  for (int k = 0; roofs && k < p->n_roofs; k++) { /* every ridge point and the cap on the chart */
+    const opf_svg_roof *r = &p->roofs[k];
+    if (!(r->slope > 0) || !(r->cap > 0)) continue;
+    xmn = fmin(xmn, r->cap / r->slope / 2), xmx = fmax(xmx, 2 * r->cap / r->slope);
+    ymx = fmax(ymx, 1.5 * r->cap), ymn = fmin(ymn, r->cap / 1e3);
+  }
   if (cat) {
     ax.lo = -0.5;
     ax.hi = p->n_xcat - 0.5;
-  } else if (ax.log && xmn < xmx) { /* the data's own span, padded: decades would waste room */
+  } else if (ax.log && xmn < xmx && !roofs) { /* the data's own span, padded: decades would waste room */
     double lo = log10(xmn), hi = log10(xmx), pad = 0.04 * (hi - lo);
     ax.lo = lo - pad;
     ax.hi = hi + pad;
@@ -141,7 +186,7 @@ int opf_svg_render(const opf_svg_plot *p, char **out, size_t *len, opf_err *err)
   int nxt = 0;
   if (cat) {
     for (int i = 0; i < p->n_xcat && nxt < 256; i++) xt[nxt++] = i;
-  } else if (ax.log && xmn < xmx) {
+  } else if (ax.log && xmn < xmx && !roofs) {
     /* Ticks at the measured x values (a geometric sweep's own steps), at most about 11. */
     double xv[256];
     int nv = 0;
@@ -197,6 +242,7 @@ int opf_svg_render(const opf_svg_plot *p, char **out, size_t *len, opf_err *err)
   opf_svg_escape(f, p->ylabel);
   fputs(ay.log ? " (log scale)" : "", f);
   fputs("</text>\n", f);
+  if (roofs) draw_roofs(f, p, &ax, &ay);
   for (int s = 0; s < p->n_series; s++) {
     const opf_svg_series *se = &p->series[s];
     const char *col = colors[s % (int)(sizeof colors / sizeof colors[0])];

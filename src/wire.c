@@ -19,7 +19,7 @@ enum kind {
   K_STRUCT, /* array of structs (or one): one field per element, index first */
   K_DBL,    /* owned double *, count in an int member */
   K_TEXT,   /* owned char *, length in a size_t member */
-  K_SKIP,   /* a member never sent (a pointer into the sender's memory) */
+  K_SKIP,   /* a member never sent (a pointer into the sender's memory, or set by the parent) */
 };
 
 typedef struct wtable wtable;
@@ -111,6 +111,7 @@ static const wfield result_f[] = {
     DBL(41, opf_result, samples, n_samples), DBL(42, opf_result, cpu_samples, n_samples),
     DBL(43, opf_result, sample_start, n_samples), TXT(44, opf_result, folded, folded_len),
     SKIP(opf_result, peer),
+    SKIP(opf_result, roof), /* the roofline placement: the parent's (opf_session_finish_result) */
 };
 TABLE(result_t, opf_result, result_f);
 

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "opperf/case.h"
+#include "opperf/machine.h"
 #include "opperf/op.h"
 #include "opperf/pmu.h"
 #include "opperf/stats.h"
@@ -169,8 +170,9 @@ struct opf_result {
   double warmup_s;      /* seconds of warm-up before the samples (ended early once settled) */
   int64_t warmup_calls; /* calls made in it */
   double flops, bytes;  /* model, per call */
-  double roofline;      /* roofline bound in FLOP/s for this case (0: unknown) */
+  double roofline;      /* attainable FLOP/s for this case, cache-aware (0: unknown) */
   double roofline_time; /* roofline's shortest time per call (s; 0: unknown) */
+  opf_roofline roof;    /* the cache-aware placement behind both (level, ceiling; src/roofline.c) */
   /* memory */
   uint64_t setup_bytes;       /* tensors and workspace allocated before timing */
   uint64_t setup_allocs;

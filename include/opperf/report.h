@@ -79,6 +79,8 @@ void opf_context_finish(opf_context *ctx);
 void opf_cpu_model(char *buf, size_t n);
 /* Size of the last-level cache in bytes (sysfs), 32 MiB when unknown. */
 uint64_t opf_llc_bytes(void);
+/* cpu0's caches as sysfs lists them (every index: data, instruction, unified); count filled. */
+int opf_cache_list(opf_cache_info *out, int max);
 
 typedef enum opf_format {
   OPF_FMT_TABLE, OPF_FMT_JSON, OPF_FMT_CSV, OPF_FMT_MD,

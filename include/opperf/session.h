@@ -51,6 +51,8 @@ void opf_session_free(opf_session *s);
 opf_settings *opf_session_settings(opf_session *s);
 opf_context *opf_session_context(opf_session *s);
 opf_pmu *opf_session_pmu(opf_session *s);
+/* The roofline ceilings the session loaded (NULL: none; `opperf machine` measures them). */
+const opf_machine *opf_session_machine(const opf_session *s);
 opf_emitter **opf_session_emitters(opf_session *s, int *n);
 
 #endif

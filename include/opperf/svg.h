@@ -1,6 +1,7 @@
 /* svg.h: a small self-contained SVG line-plot writer (no plotting package): one polyline
  * with markers per series, linear or log10 axes, tick labels, axis titles with units, a legend.
- * Used by `opperf sweep --plot`. */
+ * Used by `opperf sweep --plot`; with ceilings, the cache-aware roofline chart
+ * (--plot-metric roofline). */
 #ifndef OPPERF_SVG_H
 #define OPPERF_SVG_H
 
@@ -15,6 +16,13 @@ typedef struct opf_svg_series {
   const double *x, *y;  /* points; a non-finite y (or <= 0 on a log axis) is left out */
 } opf_svg_series;
 
+/* A roofline ceiling on log-log axes: y = slope * x up to cap, flat at cap after (the ridge
+ * point x = cap / slope). cap 0: no flat part. */
+typedef struct opf_svg_roof {
+  const char *label;    /* written along the slanted part ("L1 250 GB/s") */
+  double slope, cap;
+} opf_svg_roof;
+
 typedef struct opf_svg_plot {
   const char *title;
   const char *xlabel, *ylabel;  /* with units, e.g. "rows (elements)", "time per element (ns)" */
@@ -24,6 +32,11 @@ typedef struct opf_svg_plot {
   int n_xcat;
   int n_series;
   const opf_svg_series *series;
+  /* Roofline chart (log x and y): ceilings drawn under the series, decade ticks on x, the axes
+   * stretched to show every ridge point and the cap; cap_label written on the flat part. */
+  int n_roofs;
+  const opf_svg_roof *roofs;
+  const char *cap_label;
 } opf_svg_plot;
 
 /* Render the plot as a standalone SVG document into a malloc'd buffer (*out, *len). */

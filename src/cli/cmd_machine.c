@@ -1,6 +1,7 @@
 /* cmd_machine.c: `opperf machine [--refresh] [--time SEC] [--format table|json]`: the machine's
- * roofline ceilings (peak FLOP/s per float dtype, triad bandwidth, 1 thread and all threads),
- * read from the cache file when it is valid for this CPU, else measured and saved. */
+ * roofline ceilings (peak FLOP/s per float dtype, read and triad bandwidth of L1, L2, L3 and
+ * DRAM, 1 thread and all threads), read from the cache file when it is valid for this CPU and
+ * this opperf, else measured and saved. */
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <math.h>
@@ -18,14 +19,18 @@
 static void usage(void) {
   printf("usage: opperf machine [--refresh] [--time SEC] [--format table|json]\n\n"
          "Shows this machine's roofline ceilings: peak FLOP/s for float32 and float64 (an FMA\n"
-         "kernel on the widest vector ISA the CPU has) and memory bandwidth (STREAM triad over\n"
-         "arrays of at least 4x the last-level cache and 256 MiB, counted as 3 x 8 bytes per\n"
-         "element), each on 1 thread and on all threads, plus the ridge points (FLOP/byte where\n"
-         "compute meets bandwidth). The figures are cached in $OPPERF_MACHINE_FILE, else\n"
-         "$XDG_CACHE_HOME/opperf/machine.json (~/.cache/opperf/machine.json) and measured\n"
-         "again when that file is missing, malformed or from another CPU.\n\n"
+         "kernel on the widest vector ISA the CPU has) and the bandwidth of each memory level\n"
+         "(the cache-aware roofline): L1, L2 and L3 (as sysfs lists them; each thread streams\n"
+         "half of its share of one instance) and DRAM (arrays of at least 4x the last-level\n"
+         "cache and 256 MiB), each with a read-only kernel (8 bytes per element) and the STREAM\n"
+         "triad (3 x 8 bytes per element), on 1 thread and on all threads, plus the ridge points\n"
+         "(FLOP/byte where compute meets DRAM bandwidth). `opperf run` places each case against\n"
+         "the level its working set fits in. The figures are cached in $OPPERF_MACHINE_FILE,\n"
+         "else $XDG_CACHE_HOME/opperf/machine.json (~/.cache/opperf/machine.json) and measured\n"
+         "again when that file is missing, malformed, from another CPU or from an older opperf.\n\n"
          "  --refresh        measure again even when the cached figures are valid\n"
-         "  --time SEC       seconds per measurement (6 of them), default %.1f, at most %.0f\n"
+         "  --time SEC       seconds per measurement (8, and 12 cache ones of half that),\n"
+         "                   default %.1f, at most %.0f\n"
          "  --format F       table (default) or json\n"
          "  -h, --help       this help\n",
          MACHINE_DEFAULT_TIME, MACHINE_MAX_TIME);
@@ -49,9 +54,17 @@ static void print_table(const opf_machine *m, const char *path, const char *sour
     opf_textable_cell(t, 0, "%s peak", names[dt]);
     for (int k = 0; k < 2; k++) opf_textable_cell(t, 1 + k, "%.1f GFLOP/s", m->peak_flops[dt][k] / 1e9);
   }
-  opf_textable_row(t);
-  opf_textable_cell(t, 0, "triad bandwidth");
-  for (int k = 0; k < 2; k++) opf_textable_cell(t, 1 + k, "%.1f GB/s", m->bandwidth[k] / 1e9);
+  for (int l = 0; l < m->n_levels; l++) {
+    const opf_mem_level *lv = &m->levels[l];
+    char size[32] = "";
+    if (lv->size) snprintf(size, sizeof size, " (%llu KiB)", (unsigned long long)(lv->size >> 10));
+    for (int kind = 0; kind < 2; kind++) {
+      const double *bw = kind ? lv->triad_bw : lv->read_bw;
+      opf_textable_row(t);
+      opf_textable_cell(t, 0, "%s%s %s", lv->name, size, kind ? "triad" : "read");
+      for (int k = 0; k < 2; k++) opf_textable_cell(t, 1 + k, "%.1f GB/s", bw[k] / 1e9);
+    }
+  }
   for (int dt = 0; dt < 2; dt++) {
     opf_textable_row(t);
     opf_textable_cell(t, 0, "%s ridge point", names[dt]);
@@ -64,7 +77,8 @@ static void print_table(const opf_machine *m, const char *path, const char *sour
          "measured: %s (%s)\n"
          "file:     %s\n"
          "GB = 1e9 bytes; triad traffic = 3 x 8 bytes per element (STREAM; write-allocate not "
-         "counted).\n",
+         "counted); read = 8 bytes per element;\n"
+         "caches: each thread streams half of its share of one instance; ridge points use DRAM triad.\n",
          m->cpu_model, m->cpus, m->isa, m->timestamp, source, path);
   cli_blas_mismatch_print(stdout); /* OpenBLAS below this CPU's kernels (src/cli/blas.c) */
 }
@@ -88,6 +102,18 @@ static int print_json(const opf_machine *m, const char *path, const char *source
     cJSON_AddItemToObject(rp, names[dt], cJSON_CreateDoubleArray(r, 2));
   }
   cJSON_AddItemToObject(root, "bandwidth", cJSON_CreateDoubleArray(m->bandwidth, 2));
+  cJSON *lv = cJSON_AddArrayToObject(root, "levels");
+  for (int l = 0; l < m->n_levels; l++) {
+    const opf_mem_level *v = &m->levels[l];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", v->name);
+    cJSON_AddNumberToObject(o, "size_bytes", (double)v->size);
+    cJSON_AddNumberToObject(o, "shared_by_cpus", v->sharing);
+    cJSON_AddItemToObject(o, "working_set_bytes", cJSON_CreateDoubleArray(v->ws, 2));
+    cJSON_AddItemToObject(o, "read", cJSON_CreateDoubleArray(v->read_bw, 2));
+    cJSON_AddItemToObject(o, "triad", cJSON_CreateDoubleArray(v->triad_bw, 2));
+    cJSON_AddItemToArray(lv, o);
+  }
   cJSON_AddStringToObject(root, "units",
                           "FLOP/s, bytes/s, FLOP/byte; arrays are [1 thread, all threads]");
   char *s = cJSON_Print(root);
@@ -147,7 +173,7 @@ int cmd_machine(int argc, char **argv) {
       fprintf(stderr, "opperf: ignoring the cached figures: %s\n", err.msg);
     }
     if (isatty(STDERR_FILENO))
-      fprintf(stderr, "measuring this machine (about %.0f s)...\n", ceil(6 * seconds + 0.5));
+      fprintf(stderr, "measuring this machine (about %.0f s)...\n", ceil(14 * seconds + 0.5));
     rc = opf_machine_measure(&m, seconds, &err);
     if (rc != OPF_OK) return cli_usage_error("%s", err.msg), cli_status(rc);
     source = "measured now";

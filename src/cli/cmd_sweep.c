@@ -41,6 +41,9 @@ typedef struct sweep_row {
   int cyc_from_counter;                   /* 1: cycles counter, 0: task-clock x MHz */
   double miss_kib[MAX_MISS], miss_elem[MAX_MISS];
   double td[OPF_TD_N1]; /* topdown preset: level-1 % of slots, NAN when not computed */
+  double intensity, gflops, roof_pct; /* roofline: FLOP/byte, GFLOP/s, % of the attainable; NAN: absent */
+  char roof_level[8];                 /* its bound: "L1".."DRAM", "compute"; "" when not placed */
+  opf_dtype dtype;
 } sweep_row;
 
 typedef struct sweep_opts {
@@ -97,7 +100,7 @@ static const cli_opt sweep_table[] = {
     {"format", O_FORMAT, "F", CLI_O_CUSTOM, 0, 0, 0, "table (default), csv, json, md, trace"},
     {"output", 'o', "FILE", CLI_O_STR, M(output), 0, 0, "write the report to FILE, atomically"},
     {"plot", O_PLOT, "FILE.svg", CLI_O_STR, M(plot), 0, 0, "SVG line plot: one line per pass and cache mode"},
-    {"plot-metric", O_PLOT_METRIC, "M", CLI_O_CUSTOM, 0, 0, 0, "what the plot shows: ns-per-elem (default), time, gbps,\ncycles-per-elem, misses:EVENT (per KiB; the default with\n--backend callgrind is the first simulated miss counter),\ntd:ret, td:bad, td:fe, td:be (top-down % of slots; needs\n--events topdown)"},
+    {"plot-metric", O_PLOT_METRIC, "M", CLI_O_CUSTOM, 0, 0, 0, "what the plot shows: ns-per-elem (default), time, gbps,\ncycles-per-elem, misses:EVENT (per KiB; the default with\n--backend callgrind is the first simulated miss counter),\ntd:ret, td:bad, td:fe, td:be (top-down % of slots; needs\n--events topdown), roofline (the cache-aware roofline chart:\nGFLOP/s over FLOP/byte with the ceilings of `opperf machine`),\nroofline-pct (% of the attainable, per shape)"},
     {"verbose", 'v', NULL, CLI_O_FLAG, M(verbose), 1, 0, "one opperf_verbose line per shape and pass on stderr"},
     {"perf-control", O_PERF_CTL, "SPEC", CLI_O_STR, M(perf_ctl), 0, 0, "under `perf record -D -1 --control=SPEC`: perf counts the\nmeasured samples only (see opperf run -h)"},
     {"plugin", O_PLUGIN, "LIB.so", CLI_O_CUSTOM, 0, 0, 0, "load a plugin first, so OP may be one of its operators"},
@@ -164,8 +167,8 @@ static int parse_args(int argc, char **argv, sweep_opts *o) {
     case O_PLOT_METRIC:
       if (strcmp(arg, "ns-per-elem") && strcmp(arg, "time") && strcmp(arg, "gbps") &&
           strcmp(arg, "cycles-per-elem") && (strncmp(arg, "misses:", 7) || !arg[7]) &&
-          td_metric(arg) < 0)
-        return cli_usage_error("--plot-metric must be ns-per-elem, time, gbps, cycles-per-elem, misses:EVENT or td:ret|td:bad|td:fe|td:be, not '%s'", arg);
+          td_metric(arg) < 0 && strcmp(arg, "roofline") && strcmp(arg, "roofline-pct"))
+        return cli_usage_error("--plot-metric must be ns-per-elem, time, gbps, cycles-per-elem, misses:EVENT, td:ret|td:bad|td:fe|td:be, roofline or roofline-pct, not '%s'", arg);
       o->plot_metric = arg;
       break;
     default: return cli_usage_error("sweep: unhandled option");
@@ -353,6 +356,7 @@ typedef struct sweep_state {
   int miss_any[MAX_MISS];       /* some row has a value */
   int n_miss;
   int any_cyc_counter, any_cyc_est;
+  const opf_machine *mach; /* the ceilings of `opperf machine` (roofline chart); NULL: none */
 } sweep_state;
 
 static void fill_row(sweep_state *st, const opf_context *ctx, const sweep_point *p, const opf_result *r,
@@ -363,7 +367,13 @@ static void fill_row(sweep_state *st, const opf_context *ctx, const sweep_point 
   row->time_s = row->ns_elem = row->cyc_elem = row->gbps = NAN;
   for (int i = 0; i < MAX_MISS; i++) row->miss_kib[i] = row->miss_elem[i] = NAN;
   for (int k = 0; k < OPF_TD_N1; k++) row->td[k] = NAN;
+  row->intensity = row->gflops = row->roof_pct = NAN;
+  row->dtype = r->dtype;
+  snprintf(row->roof_level, sizeof row->roof_level, "%s", opf_roofline_label(&r->roof));
   if (r->status != OPF_ST_OK) return;
+  if (r->flops > 0 && r->bytes > 0) row->intensity = r->flops / r->bytes;
+  if (!r->simulated && r->flops > 0 && r->time.median > 0) row->gflops = r->flops / r->time.median / 1e9;
+  if (!r->simulated && r->roofline_time > 0 && r->time.median > 0) row->roof_pct = 100 * r->roofline_time / r->time.median;
   opf_td_result td;
   if (opf_td_eval(r, 0, 0, &td) && td.has_l1)
     for (int k = 0; k < OPF_TD_N1; k++) row->td[k] = 100 * td.l1[k];
@@ -574,6 +584,8 @@ static char *render_json(const sweep_state *st, const sweep_point *pts, const sw
     jadd(p, "cycles_per_elem", r->cyc_elem);
     if (isfinite(r->cyc_elem)) cJSON_AddStringToObject(p, "cycles_source", r->cyc_from_counter ? "counter" : "task-clock*mhz");
     jadd(p, "gbps", r->gbps);
+    jadd(p, "roofline_pct", r->roof_pct);
+    if (r->roof_level[0]) cJSON_AddStringToObject(p, "roofline_level", r->roof_level);
     cJSON *m = cJSON_AddObjectToObject(p, "misses");
     for (int k = 0; k < st->n_miss; k++) {
       cJSON *e = cJSON_AddObjectToObject(m, st->miss_name[k]);
@@ -617,6 +629,13 @@ static int write_plot(const sweep_opts *o, const sweep_state *st, const sweep_po
              nrows && rows[0].simulated ? " (simulated)" : "");
     ylabel = ybuf;
   }
+  int roof = !strcmp(m, "roofline"), roofpct = !strcmp(m, "roofline-pct");
+  if ((roof || roofpct) && !st->mach) {
+    rc = opf_err_set(e, OPF_EINVAL, "--plot-metric %s needs this machine's ceilings: run `opperf machine` first", m);
+    goto out;
+  }
+  if (roof) ylabel = "GFLOP/s (models' FLOP at the median time)";
+  if (roofpct) ylabel = "% of the attainable (cache-aware roofline)";
   if (!strcmp(m, "time")) ylabel = "time per call (us)";
   else if (!strcmp(m, "gbps")) ylabel = "bandwidth from the bytes model (GB/s)";
   else if (!strcmp(m, "cycles-per-elem")) ylabel = "cycles per element";
@@ -647,7 +666,8 @@ static int write_plot(const sweep_opts *o, const sweep_state *st, const sweep_po
     while (c < ncm && cmodes[c] != r->cache) c++;
     while (p < npass && passes[p] != r->pass) p++;
     double v = tdm >= 0 ? r->td[tdm] : miss >= 0 ? r->miss_kib[miss] : !strcmp(m, "time") ? r->time_s * 1e6 : !strcmp(m, "gbps") ? r->gbps
-             : !strcmp(m, "cycles-per-elem") ? r->cyc_elem : r->ns_elem;
+             : !strcmp(m, "cycles-per-elem") ? r->cyc_elem : roof ? r->gflops : roofpct ? r->roof_pct : r->ns_elem;
+    if (roof) xs[(size_t)(c * npass + p) * (size_t)np + (size_t)r->point] = r->intensity;
     ys[(size_t)(c * npass + p) * (size_t)np + (size_t)r->point] = v;
     if (isfinite(v) && v > 0) ymin = fmin(ymin, v), ymax = fmax(ymax, v);
   }
@@ -656,12 +676,24 @@ static int write_plot(const sweep_opts *o, const sweep_state *st, const sweep_po
                      "--events topdown on a CPU whose counters count them: see the report)", m);
     goto out;
   }
+  if (roof && !(ymax > 0)) {
+    rc = opf_err_set(e, OPF_EINVAL, "--plot-metric roofline: no case with FLOPs in this sweep (a data-movement "
+                     "operator has no place on it; try roofline-pct)");
+    goto out;
+  }
   for (int i = 0; i < np; i++) cats[i] = pts[i].label;
   char title[512];
   snprintf(title, sizeof title, "opperf sweep %s: %s", op, what);
   opf_svg_plot plot = {.title = title, .xlabel = xlabel, .ylabel = ylabel, .xlog = xlog,
                        .ylog = ymax > 0 && ymax / ymin > 30, .xcat = o->kind == SW_SHAPES ? cats : NULL,
                        .n_xcat = o->kind == SW_SHAPES ? np : 0, .n_series = ns, .series = se};
+  opf_svg_roof roofs[OPF_MEM_LEVELS];
+  char roof_labels[OPF_MEM_LEVELS][48], cap[96];
+  if (roof) { /* the cache-aware roofline chart: the ceilings of `opperf machine` */
+    plot.n_roofs = opf_roofline_chart(st->mach, nrows ? rows[0].dtype : OPF_F32, o->s.threads, roofs, roof_labels, cap, sizeof cap);
+    plot.roofs = roofs, plot.cap_label = cap, plot.xlog = plot.ylog = 1, plot.xcat = NULL, plot.n_xcat = 0;
+    plot.xlabel = "arithmetic intensity (FLOP/byte, models)";
+  }
   char *buf = NULL;
   size_t len = 0;
   rc = opf_svg_render(&plot, &buf, &len, e);
@@ -796,6 +828,7 @@ int cmd_sweep(int argc, char **argv) {
   if (!rc) rc = opf_session_begin(ses, &e);
   sweep_state st;
   memset(&st, 0, sizeof st);
+  st.mach = opf_session_machine(ses); /* the session places each result on the roofline */
   int tty = isatty(2) && !o.verbose, done = 0;
   cli_stop_install(0);
   for (int c = 0; !rc && c < ncm && !cli_stop_requested; c++) {

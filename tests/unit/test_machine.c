@@ -1,19 +1,23 @@
-/* test_machine.c: the machine ceilings: roofline arithmetic on a hand-made opf_machine, the
- * cache file (round trip, default path, malformed, other CPU model or size, absent) and a short
- * real measurement whose figures must be positive, finite and plausible (no speed-up asserted:
- * the machines are shared and noisy). */
+/* test_machine.c: the machine ceilings: roofline arithmetic on a hand-made opf_machine (the
+ * DRAM-only bound, and the cache-aware placement: which level a working set falls in, 1 thread
+ * and threaded shares, read-only vs triad ceilings, cold caches, compute-bound cases), the cache
+ * file (round trip with the levels, default path, malformed, an older schema refused, other CPU
+ * model or size, absent) and a short real measurement whose figures must be positive, finite and
+ * plausible (no speed-up asserted: the machines are shared and noisy). */
 #include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "opperf/harness.h"
 #include "opperf/machine.h"
 #include "opperf/report.h"
 
@@ -36,6 +40,23 @@ static void fake_machine(opf_machine *m) {
   m->peak_flops[OPF_F64][1] = 90e9;
   m->bandwidth[0] = 20e9;
   m->bandwidth[1] = 30e9;
+  /* Zen 5-like caches: L1 48 KiB and L2 1 MiB per core, L3 32 MiB shared by 8 CPUs. */
+  static const struct { const char *name; uint64_t size; int sharing; double rd, tr; } lv[4] = {
+      {"L1", 48 << 10, 1, 400e9, 250e9}, {"L2", 1 << 20, 1, 150e9, 100e9},
+      {"L3", 32 << 20, 8, 80e9, 60e9},   {"DRAM", 0, 0, 25e9, 20e9}};
+  m->n_levels = 4;
+  for (int i = 0; i < 4; i++) {
+    opf_mem_level *l = &m->levels[i];
+    snprintf(l->name, sizeof l->name, "%s", lv[i].name);
+    l->size = lv[i].size;
+    l->sharing = lv[i].sharing;
+    l->ws[0] = l->size ? (double)l->size / 2 : 1e9;
+    l->ws[1] = l->ws[0] / 2;
+    l->read_bw[0] = lv[i].rd;
+    l->triad_bw[0] = lv[i].tr;
+    l->read_bw[1] = 1.5 * lv[i].rd;   /* all threads: 1.5x, DRAM triad 30e9 as bandwidth[1] */
+    l->triad_bw[1] = 1.5 * lv[i].tr;
+  }
 }
 
 static int setup(void **state) {
@@ -136,6 +157,176 @@ static void test_roofline_missing(void **state) {
   assert_true(opf_roofline_bound(&zero, OPF_F32, 1, 1e6, 1e6) == 0);
 }
 
+
+/* ---- the cache-aware roofline: level selection and the ceiling used ---- */
+
+static opf_roofline place(const opf_machine *m, opf_dtype dt, int threads, double flops, double bytes,
+                          double ws, double out_share, int cold) {
+  opf_roofline_in in = {.dtype = dt, .threads = threads, .flops = flops, .bytes = bytes,
+                        .working_set = ws, .out_share = out_share, .cold = cold};
+  opf_roofline r;
+  assert_int_equal(opf_roofline_place(m, &in, &r), OPF_OK);
+  return r;
+}
+
+static void test_level_selection(void **state) {
+  (void)state;
+  opf_machine m;
+  fake_machine(&m);
+  /* 1 thread: the innermost level whose whole size holds the working set */
+  assert_int_equal(opf_roofline_level(&m, 1, 16 << 10), 0);          /* 16 KiB -> L1 */
+  assert_int_equal(opf_roofline_level(&m, 1, 48 << 10), 0);          /* exactly L1 */
+  assert_int_equal(opf_roofline_level(&m, 1, (48 << 10) + 1), 1);    /* just over -> L2 */
+  assert_int_equal(opf_roofline_level(&m, 1, 1 << 20), 1);
+  assert_int_equal(opf_roofline_level(&m, 1, 20 << 20), 2);          /* 20 MiB -> L3 */
+  assert_int_equal(opf_roofline_level(&m, 1, 100 << 20), 3);         /* 100 MiB -> DRAM */
+  /* Threaded shares: private levels hold a whole per-thread share, the shared L3 is divided
+   * among the threads on one instance (at most its 8 sharers). */
+  assert_int_equal(opf_roofline_level(&m, 4, 40 << 10), 0);          /* 160 KiB on 4: 40 KiB each */
+  assert_int_equal(opf_roofline_level(&m, 4, 6 << 20), 2);           /* 24 MiB on 4: L3 holds 8 MiB each */
+  assert_int_equal(opf_roofline_level(&m, 4, 9 << 20), 3);           /* 36 MiB on 4: over 32 MiB */
+  assert_int_equal(opf_roofline_level(&m, 16, 3 << 20), 2);          /* 16 threads, 8 per instance: 4 MiB each */
+  assert_int_equal(opf_roofline_level(&m, 16, 5 << 20), 3);
+  assert_int_equal(opf_roofline_level(&m, 0, 16 << 10), 0);          /* threads < 1 count as 1 */
+  opf_machine none;
+  memset(&none, 0, sizeof none);
+  assert_int_equal(opf_roofline_level(&none, 1, 1024), -1);
+  assert_int_equal(opf_roofline_level(NULL, 1, 1024), -1);
+}
+
+static void test_place_ceiling(void **state) {
+  (void)state;
+  opf_machine m;
+  fake_machine(&m);
+  /* An elementwise add on 16 KiB (two 4 KiB-element inputs... 1/12 FLOP/byte): L1 triad. */
+  opf_roofline r = place(&m, OPF_F32, 1, 1365, 16384, 0, 1.0 / 3, 0);
+  assert_string_equal(r.level_name, "L1");
+  assert_string_equal(opf_roofline_label(&r), "L1");
+  assert_false(r.compute_bound);
+  assert_false(r.read_only);
+  assert_true(r.bandwidth == 250e9);
+  assert_float_equal(r.time, 16384 / 250e9, 1e-18);
+  assert_float_equal(r.bound, 1365 / (16384 / 250e9), 1);
+  assert_float_equal(r.per_thread_ws, 16384, 0);
+  /* The same on 100 MiB: DRAM triad, the single-ceiling figure of before. */
+  r = place(&m, OPF_F32, 1, 100e6 / 12, 100 << 20, 0, 1.0 / 3, 0);
+  assert_string_equal(r.level_name, "DRAM");
+  assert_true(r.bandwidth == 20e9);
+  assert_float_equal(r.time, opf_roofline_time(&m, OPF_F32, 1, 100e6 / 12, 100 << 20), 1e-15);
+  /* A reduction (output share under 10%): the read-only ceiling */
+  r = place(&m, OPF_F32, 1, 4096, 16384, 0, 0.001, 0);
+  assert_true(r.read_only);
+  assert_true(r.bandwidth == 400e9);
+  /* Unknown share (a backward pass): triad */
+  r = place(&m, OPF_F32, 1, 4096, 16384, 0, -1, 0);
+  assert_false(r.read_only);
+  /* Threaded: the all-threads figures of the level the per-thread share fits in */
+  r = place(&m, OPF_F32, 2, 1e6, 1.5 * (1 << 20), 0, 0.5, 0);   /* 768 KiB each: L2 */
+  assert_string_equal(r.level_name, "L2");
+  assert_true(r.bandwidth == 150e9);
+  assert_float_equal(r.per_thread_ws, 0.75 * (1 << 20), 0);
+  /* The working set, not the traffic, picks the level: 100 MiB touched, 1 MiB of traffic */
+  r = place(&m, OPF_F32, 1, 1e3, 1 << 20, 100 << 20, 0.5, 0);
+  assert_string_equal(r.level_name, "DRAM");
+  /* Cold caches: DRAM whatever the size */
+  r = place(&m, OPF_F32, 1, 1e3, 16384, 0, 0.5, 1);
+  assert_string_equal(r.level_name, "DRAM");
+  /* Compute-bound: a matmul-like 50 FLOP/byte in L2 on float64 (peak 50e9 on 1 thread) */
+  r = place(&m, OPF_F64, 1, 50e6, 1e6, 0, 0.3, 0);
+  assert_true(r.compute_bound);
+  assert_string_equal(opf_roofline_label(&r), "compute");
+  assert_string_equal(r.level_name, "L2");
+  assert_true(r.peak == 50e9);
+  assert_float_equal(r.time, 50e6 / 50e9, 1e-15);
+  assert_float_equal(r.bound, 50e9, 1);
+  /* Integers and data movement: memory side only, no FLOP/s bound */
+  r = place(&m, OPF_I32, 1, 5e3, 16384, 0, 0.5, 0);
+  assert_true(r.bound == 0 && r.peak == 0);
+  assert_float_equal(r.time, 16384 / 250e9, 1e-18);
+  r = place(&m, OPF_F32, 1, 0, 16384, 0, 0.5, 0);
+  assert_true(r.bound == 0);
+  /* Cannot place: no traffic, no machine levels */
+  opf_roofline_in in = {.dtype = OPF_F32, .threads = 1, .flops = 1, .bytes = 0};
+  opf_roofline out;
+  assert_int_equal(opf_roofline_place(&m, &in, &out), OPF_EINVAL);
+  assert_string_equal(out.level_name, "");
+  assert_string_equal(opf_roofline_label(&out), "");
+  in.bytes = 1e6;
+  opf_machine none;
+  memset(&none, 0, sizeof none);
+  assert_int_equal(opf_roofline_place(&none, &in, &out), OPF_EINVAL);
+}
+
+/* The run's hook on a result: tensors as the working set, settings' threads and cache mode. */
+static void test_apply_result(void **state) {
+  (void)state;
+  opf_machine m;
+  fake_machine(&m);
+  opf_settings s;
+  memset(&s, 0, sizeof s);
+  s.threads = 1;
+  opf_result r;
+  memset(&r, 0, sizeof r);
+  r.dtype = OPF_F32;
+  r.pass = OPF_PASS_FWD;
+  r.flops = 1 << 12;
+  r.bytes = 3 << 14;   /* add of two 16 KiB inputs into a 16 KiB output: 48 KiB -> L1 */
+  r.n_tensors = 3;
+  static const char *const roles[3] = {"in", "in", "out"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(r.tensors[i].role, sizeof r.tensors[i].role, "%s", roles[i]);
+    r.tensors[i].bytes = 1 << 14;
+  }
+  opf_roofline_apply(&m, &s, &r);
+  assert_string_equal(r.roof.level_name, "L1");
+  assert_false(r.roof.read_only);
+  assert_float_equal(r.roofline_time, (3 << 14) / 250e9, 1e-18);
+  assert_float_equal(r.roofline, (1 << 12) / r.roofline_time, 1);
+  /* The same tensors on 8 MiB each: 24 MiB -> L3 */
+  for (int i = 0; i < 3; i++) r.tensors[i].bytes = 8 << 20;
+  r.bytes = 24 << 20;
+  opf_roofline_apply(&m, &s, &r);
+  assert_string_equal(r.roof.level_name, "L3");
+  /* A reduction: 24 MiB in, 4 bytes out -> read-only ceiling */
+  r.tensors[2].bytes = 4;
+  opf_roofline_apply(&m, &s, &r);
+  assert_true(r.roof.read_only);
+  assert_true(r.roof.bandwidth == 80e9);
+  /* --cache cold */
+  s.cache = OPF_CACHE_COLD;
+  opf_roofline_apply(&m, &s, &r);
+  assert_string_equal(r.roof.level_name, "DRAM");
+  s.cache = OPF_CACHE_WARM;
+  /* An in-place update (sgd: weight and grad in, weight updated): one buffer, written, so the
+   * triad's ceiling (the read-only one had it at 157% of the attainable in the suite) */
+  static const char *const roles_ip[3] = {"in", "in", "inplace"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(r.tensors[i].role, sizeof r.tensors[i].role, "%s", roles_ip[i]);
+    r.tensors[i].bytes = 4 << 20;
+  }
+  r.bytes = 12 << 20;   /* read weight and grad, write weight */
+  opf_roofline_apply(&m, &s, &r);
+  assert_false(r.roof.read_only);
+  assert_float_equal(r.roof.working_set, (8 << 20), 0);   /* the two buffers, not three */
+  assert_string_equal(r.roof.level_name, "L3");
+  /* A sliver of a big input (getitem of one row of 4 MiB): the model's 8 KiB, in L1 */
+  static const char *const roles_gi[2] = {"in", "out"};
+  r.n_tensors = 2;
+  for (int i = 0; i < 2; i++) snprintf(r.tensors[i].role, sizeof r.tensors[i].role, "%s", roles_gi[i]);
+  r.tensors[0].bytes = 4 << 20;
+  r.tensors[1].bytes = 4096;
+  r.bytes = 8192;
+  opf_roofline_apply(&m, &s, &r);
+  assert_string_equal(r.roof.level_name, "L1");
+  assert_float_equal(r.roof.working_set, 8192, 0);
+  /* A backward pass: the model alone (its gradients are not among the tensors), triad */
+  r.pass = OPF_PASS_BWD;
+  r.bytes = 100 << 20;
+  opf_roofline_apply(&m, &s, &r);
+  assert_string_equal(r.roof.level_name, "DRAM");
+  assert_false(r.roof.read_only);
+}
+
 /* ---- cache file ---- */
 
 static char *env_save(const char *name) {
@@ -181,6 +372,7 @@ static void test_save_load_round_trip(void **state) {
   fake_machine(&m);
   m.peak_flops[OPF_F32][0] = 123456789.123456789;   /* not a round number */
   m.bandwidth[1] = 1.0 / 3.0 * 1e10;
+  m.levels[1].read_bw[1] = 1.0 / 7.0 * 1e11;
   opf_err err = {0};
   assert_int_equal(opf_machine_save(&m, buf, &err), OPF_OK);
   memset(&back, 0x55, sizeof back);
@@ -194,6 +386,17 @@ static void test_save_load_round_trip(void **state) {
     for (int t = 0; t < 2; t++) assert_true(back.peak_flops[d][t] == m.peak_flops[d][t]);
   assert_true(back.bandwidth[0] == m.bandwidth[0]);
   assert_true(back.bandwidth[1] == m.bandwidth[1]);
+  assert_int_equal(back.n_levels, m.n_levels);
+  for (int l = 0; l < m.n_levels; l++) {
+    assert_string_equal(back.levels[l].name, m.levels[l].name);
+    assert_true(back.levels[l].size == m.levels[l].size);
+    assert_int_equal(back.levels[l].sharing, m.levels[l].sharing);
+    for (int t = 0; t < 2; t++) {
+      assert_true(back.levels[l].ws[t] == m.levels[l].ws[t]);
+      assert_true(back.levels[l].read_bw[t] == m.levels[l].read_bw[t]);
+      assert_true(back.levels[l].triad_bw[t] == m.levels[l].triad_bw[t]);
+    }
+  }
   /* Saved again over itself: still one file, no temporary left behind. */
   assert_int_equal(opf_machine_save(&m, buf, &err), OPF_OK);
   char sub[256];
@@ -233,7 +436,7 @@ static void test_load_malformed(void **state) {
   expect_einval("{\"cpu_model\": \"x\", ", "malformed");
   expect_einval("", "malformed");
   expect_einval("[1, 2]", "malformed");
-  expect_einval("{\"schema_version\": 1}", "cpu_model");
+  expect_einval("{\"schema_version\": 2}", "cpu_model");
   /* A valid file with one field broken at a time. */
   opf_machine m;
   fake_machine(&m);
@@ -258,14 +461,49 @@ static void test_load_malformed(void **state) {
   /* Unknown schema version */
   snprintf(text, sizeof text, "%s", good);
   p = strstr(text, "\"schema_version\":");
-  p = strchr(p, '1');
+  p = strchr(p, '2');
   *p = '9';
   expect_einval(text, "schema_version");
+  /* Levels: a missing one, out of order, a negative bandwidth */
+  snprintf(text, sizeof text, "%s", good);
+  p = strstr(text, "\"levels\"");
+  memcpy(p, "\"levelz\"", 8);
+  expect_einval(text, "levels");
+  snprintf(text, sizeof text, "%s", good);
+  p = strstr(text, "\"L2\"");
+  memcpy(p, "\"L3\"", 4);
+  expect_einval(text, "L1, L2, L3");
+  snprintf(text, sizeof text, "%s", good);
+  p = strstr(strstr(text, "\"levels\""), "\"triad\"");
+  p = strchr(p, '[');
+  memmove(p + 2, p + 1, strlen(p + 1) + 1);
+  p[1] = '-';
+  expect_einval(text, "triad");
   /* A missing dtype in peak_flops */
   snprintf(text, sizeof text, "%s", good);
   p = strstr(text, "\"float64\"");
   memcpy(p, "\"float65\"", 9);
   expect_einval(text, "peak_flops");
+}
+
+/* A file of the DRAM-only schema 1 (an older opperf, measured here): refused with a message
+ * that says why and what to do. */
+static void test_load_old_schema(void **state) {
+  (void)state;
+  char path[256], text[1024];
+  snprintf(path, sizeof path, "%s/v1.json", dir);
+  snprintf(text, sizeof text,
+           "{\"schema_version\": 1, \"cpu_model\": \"%s\", \"cpus\": %d, \"threads_all\": %d, "
+           "\"isa\": \"avx2\", \"timestamp\": \"2025-01-02T03:04:05Z\", \"peak_flops\": "
+           "{\"float32\": [1e11, 2e11], \"float64\": [5e10, 1e11]}, \"bandwidth\": [2e10, 3e10]}\n",
+           here_model, here_cpus, here_cpus);
+  write_file(path, text);
+  opf_machine m;
+  opf_err err = {0};
+  assert_int_equal(opf_machine_load(&m, path, &err), OPF_EINVAL);
+  if (!strstr(err.msg, "older opperf (schema 1") || !strstr(err.msg, "cache level") ||
+      !strstr(err.msg, "run opperf machine --refresh"))
+    fail_msg("message '%s'", err.msg);
 }
 
 static void test_load_other_cpu(void **state) {
@@ -333,6 +571,17 @@ static void test_measure_quick(void **state) {
     for (int d = 0; d < 2; d++)
       for (int t = 0; t < 2; t++) assert_true(isfinite(m.peak_flops[d][t]) && m.peak_flops[d][t] > 1e8);
     for (int t = 0; t < 2; t++) assert_true(isfinite(m.bandwidth[t]) && m.bandwidth[t] > 1e8);
+    /* The levels: the caches sysfs lists, then DRAM (whose triad is the bandwidth) */
+    assert_true(m.n_levels >= 1 && m.n_levels <= OPF_MEM_LEVELS);
+    assert_string_equal(m.levels[m.n_levels - 1].name, "DRAM");
+    for (int l = 0; l < m.n_levels; l++)
+      for (int t = 0; t < 2; t++) {
+        assert_true(isfinite(m.levels[l].read_bw[t]) && m.levels[l].read_bw[t] > 1e8);
+        assert_true(isfinite(m.levels[l].triad_bw[t]) && m.levels[l].triad_bw[t] > 1e8);
+        assert_true(m.levels[l].ws[t] > 0);
+        if (l < m.n_levels - 1) assert_true(m.levels[l].ws[t] <= (double)m.levels[l].size / 2);
+      }
+    assert_true(m.levels[m.n_levels - 1].triad_bw[1] == m.bandwidth[1]);
     ok = !implausible(&m, why, sizeof why);
     if (!ok) print_message("attempt %d (%.2f s): %s\n", attempt + 1, times[attempt], why);
   }
@@ -362,6 +611,8 @@ int main(void) {
       cmocka_unit_test(test_roofline_memory_bound), cmocka_unit_test(test_roofline_compute_bound),
       cmocka_unit_test(test_roofline_missing),
       cmocka_unit_test(test_roofline_time),
+      cmocka_unit_test(test_level_selection),       cmocka_unit_test(test_place_ceiling),
+      cmocka_unit_test(test_apply_result),          cmocka_unit_test(test_load_old_schema),
       cmocka_unit_test(test_path),
       cmocka_unit_test(test_save_load_round_trip),  cmocka_unit_test(test_load_absent),
       cmocka_unit_test(test_load_malformed),        cmocka_unit_test(test_load_other_cpu),
