@@ -10,31 +10,37 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "opts.h"
 #include "opperf/machine.h"
 #include "textable.h"
 
 #define MACHINE_DEFAULT_TIME 0.5
 #define MACHINE_MAX_TIME 60.0
 
-static void usage(void) {
-  printf("usage: opperf machine [--refresh] [--time SEC] [--format table|json]\n\n"
-         "Shows this machine's roofline ceilings: peak FLOP/s for float32 and float64 (an FMA\n"
-         "kernel on the widest vector ISA the CPU has) and the bandwidth of each memory level\n"
-         "(the cache-aware roofline): L1, L2 and L3 (as sysfs lists them; each thread streams\n"
-         "half of its share of one instance) and DRAM (arrays of at least 4x the last-level\n"
-         "cache and 256 MiB), each with a read-only kernel (8 bytes per element) and the STREAM\n"
-         "triad (3 x 8 bytes per element), on 1 thread and on all threads, plus the ridge points\n"
-         "(FLOP/byte where compute meets DRAM bandwidth). `opperf run` places each case against\n"
-         "the level its working set fits in. The figures are cached in $OPPERF_MACHINE_FILE,\n"
-         "else $XDG_CACHE_HOME/opperf/machine.json (~/.cache/opperf/machine.json) and measured\n"
-         "again when that file is missing, malformed, from another CPU or from an older opperf.\n\n"
-         "  --refresh        measure again even when the cached figures are valid\n"
-         "  --time SEC       seconds per measurement (8, and 12 cache ones of half that),\n"
-         "                   default %.1f, at most %.0f\n"
-         "  --format F       table (default) or json\n"
-         "  -h, --help       this help\n",
-         MACHINE_DEFAULT_TIME, MACHINE_MAX_TIME);
-}
+typedef struct machine_opts {
+  int refresh;
+} machine_opts;
+
+static const cli_opt machine_table[] = {
+    {"refresh", 'r', NULL, CLI_O_FLAG, offsetof(machine_opts, refresh), 1, 0, "measure again even when the cached figures are valid"},
+    {"time", 't', "SEC", CLI_O_CUSTOM, 0, 0, 0, "seconds per measurement (8, and 12 cache ones of half that),\ndefault 0.5, at most 60"},
+    {"format", 'f', "F", CLI_O_CUSTOM, 0, 0, 0, "table (default) or json"},
+    {"help", 'h', NULL, CLI_O_HELP, 0, 0, 0, "this text"},
+};
+
+static const cli_cmd_opts machine_cmd = {
+    "machine", "usage: opperf machine [--refresh] [--time SEC] [--format table|json]",
+    "Shows this machine's roofline ceilings: peak FLOP/s for float32 and float64 (an FMA\n"
+    "kernel on the widest vector ISA the CPU has) and the bandwidth of each memory level\n"
+    "(the cache-aware roofline): L1, L2 and L3 (as sysfs lists them; each thread streams\n"
+    "half of its share of one instance) and DRAM (arrays of at least 4x the last-level\n"
+    "cache and 256 MiB), each with a read-only kernel (8 bytes per element) and the STREAM\n"
+    "triad (3 x 8 bytes per element), on 1 thread and on all threads, plus the ridge points\n"
+    "(FLOP/byte where compute meets DRAM bandwidth). `opperf run` places each case against\n"
+    "the level its working set fits in. The figures are cached in $OPPERF_MACHINE_FILE,\n"
+    "else $XDG_CACHE_HOME/opperf/machine.json (~/.cache/opperf/machine.json) and measured\n"
+    "again when that file is missing, malformed, from another CPU or from an older opperf.",
+    machine_table, (int)(sizeof machine_table / sizeof machine_table[0]), ""};
 
 static double ridge(const opf_machine *m, int dt, int t) {
   return m->bandwidth[t] > 0 ? m->peak_flops[dt][t] / m->bandwidth[t] : 0;
@@ -125,35 +131,26 @@ static int print_json(const opf_machine *m, const char *path, const char *source
 }
 
 int cmd_machine(int argc, char **argv) {
-  int refresh = 0, json = 0;
+  machine_opts mo = {0};
+  int json = 0, ch;
   double seconds = MACHINE_DEFAULT_TIME;
-  static const struct option opts[] = {{"refresh", no_argument, 0, 'r'},
-                                       {"time", required_argument, 0, 't'},
-                                       {"format", required_argument, 0, 'f'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
-  int ch;
+  const char *arg;
   optind = 1;
-  opterr = 0;
-  while ((ch = getopt_long(argc, argv, ":rt:f:h", opts, NULL)) != -1) {
-    switch (ch) {
-    case 'r': refresh = 1; break;
-    case 't':
-      if (!cli_parse_double(optarg, &seconds) || !isfinite(seconds) || seconds <= 0 ||
-          seconds > MACHINE_MAX_TIME)
-        return cli_usage_error("machine: --time takes seconds in (0, %.0f], not '%s'",
-                               MACHINE_MAX_TIME, optarg);
-      break;
-    case 'f':
-      if (!strcmp(optarg, "table")) json = 0;
-      else if (!strcmp(optarg, "json")) json = 1;
-      else return cli_usage_error("machine: unknown format '%s' (table or json)", optarg);
-      break;
-    case 'h': usage(); return EXIT_OK;
-    case ':': return cli_usage_error("machine: option '%s' needs a value", argv[optind - 1]);
-    default: return cli_usage_error("machine: unknown option '%s' (see opperf machine -h)", argv[optind - 1]);
+  while ((ch = cli_opts_next(&machine_cmd, argc, argv, &mo, &arg)) > 0) {
+    if (ch == 't') {
+      if (!cli_parse_double(arg, &seconds) || !isfinite(seconds) || seconds <= 0 || seconds > MACHINE_MAX_TIME)
+        return cli_usage_error("machine: --time takes seconds in (0, %.0f], not '%s'", MACHINE_MAX_TIME, arg);
+    } else if (!strcmp(arg, "table")) {
+      json = 0;
+    } else if (!strcmp(arg, "json")) {
+      json = 1;
+    } else {
+      return cli_usage_error("machine: unknown format '%s' (table or json)", arg);
     }
   }
+  if (ch == CLI_OPT_HELP_DONE) return EXIT_OK;
+  if (ch < 0) return EXIT_USAGE;
+  int refresh = mo.refresh;
   if (optind < argc) return cli_usage_error("machine: unexpected argument '%s'", argv[optind]);
 
   char path[4096];
