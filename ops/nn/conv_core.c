@@ -1055,7 +1055,11 @@ int nn_conv_infer(opf_case *c, const nn_conv_spec *sp, nn_conv_geom *g) {
   shape[nhwc ? nd + 1 : 1] = CH;
   for (int i = 0; i < nd; i++) shape[(nhwc ? 1 : 2) + i] = sz[a0 + i];
   opf_set_out(c, 0, c->dtype, nd + 2, shape);
-  c->ws_bytes = nn_conv_ws_bytes(g);
+  /* one workspace for every algorithm the case's implementations may pick */
+  size_t ws = nn_conv_ws_bytes(g), alt = 0;
+  if (sp->transpose && nn_subpix_fits(g)) alt = nn_subpix_ws_bytes(g);
+  if (!sp->transpose && nn_wino_fits(g, c->dtype)) alt = nn_wino_ws_bytes(g);
+  c->ws_bytes = ws > alt ? ws : alt;
   return OPF_OK;
 }
 
@@ -1087,12 +1091,30 @@ void nn_conv_op_geom(const opf_case *c, nn_conv_geom *g) {
 
 static const void *op_bias(const opf_case *c) { return c->present[2] ? c->in[2].data : NULL; }
 
-int nn_conv_op_forward(opf_case *c) {
+/* Winograd for a convolution the automatic choice sends there: it fits, and the channel
+ * counts are large enough for its 36 GEMMs (a first layer with C = 3 keeps im2col, whose
+ * hand-written small products serve it better). */
+static int use_wino(const nn_conv_geom *g, opf_dtype dt, int algo) {
+  if (algo == NN_ALGO_GEMM || !nn_wino_fits(g, dt)) return 0;
+  return algo == NN_ALGO_FAST || (g->C >= NN_WINO_MIN_CH && g->F >= NN_WINO_MIN_CH);
+}
+
+int nn_conv_op_run_fwd(opf_case *c, int algo) {
   nn_conv_geom g;
   nn_conv_op_geom(c, &g);
+  int tr = op_spec(c).transpose;
+  if (!tr && use_wino(&g, c->dtype, algo)) {
+    nn_wino_forward(&g, c->ws, c->ws_bytes, c->in[0].data, c->in[1].data, op_bias(c), c->out[0].data);
+    return OPF_OK;
+  }
+  if (tr && algo != NN_ALGO_GEMM && nn_subpix_fits(&g)) {
+    nn_subpix_forward(&g, c->dtype, c->ws, c->ws_bytes, c->in[0].data, c->in[1].data, op_bias(c),
+                      c->out[0].data);
+    return OPF_OK;
+  }
   nn_conv_job j = {.g = &g, .dt = c->dtype, .ws = c->ws, .ws_bytes = c->ws_bytes,
                    .w = c->in[1].data};
-  if (op_spec(c).transpose) {
+  if (tr) {
     j.gsmall = c->in[0].data, j.dbig = c->out[0].data, j.bigshift = op_bias(c);
     nn_conv_backward(&j);
   } else {
@@ -1102,7 +1124,9 @@ int nn_conv_op_forward(opf_case *c) {
   return OPF_OK;
 }
 
-int nn_conv_op_backward(opf_case *c) {
+int nn_conv_op_forward(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_AUTO); }
+
+int nn_conv_op_run_bwd(opf_case *c, int algo) {
   nn_conv_geom g;
   nn_conv_op_geom(c, &g);
   void *db = c->present[2] ? c->gin[2].data : NULL;
@@ -1111,12 +1135,18 @@ int nn_conv_op_backward(opf_case *c) {
   if (op_spec(c).transpose) {
     j.big = c->gout[0].data, j.small = c->gin[0].data, j.gsmall = c->in[0].data, j.dbig_sum = db;
     nn_conv_forward(&j);
+  } else if (use_wino(&g, c->dtype, algo)) { /* dw and db by im2col, dx by Winograd */
+    j.big = c->in[0].data, j.gsmall = c->gout[0].data, j.dsmall_sum = db;
+    nn_conv_backward(&j);
+    nn_wino_data_grad(&g, c->ws, c->ws_bytes, c->gout[0].data, c->in[1].data, c->gin[0].data);
   } else {
     j.big = c->in[0].data, j.gsmall = c->gout[0].data, j.dbig = c->gin[0].data, j.dsmall_sum = db;
     nn_conv_backward(&j);
   }
   return OPF_OK;
 }
+
+int nn_conv_op_backward(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_AUTO); }
 
 int nn_conv_op_reference(opf_case *c) {
   nn_conv_geom g;

@@ -80,7 +80,9 @@ static void usage(void) {
       "  --pass LIST          fwd, bwd, both (forward+backward); default fwd,bwd\n"
       "  --impl LIST          implementations to run side by side: native (the operator's\n"
       "                       kernels), unfused (a fused operator's chain of separate\n"
-      "                       operators), a plugin's name, or all (default)\n"
+      "                       operators), a built-in alternative (conv2d: im2col, winograd;\n"
+      "                       transposed convolutions: col2im), a plugin's name, or all\n"
+      "                       (default: all but the built-in alternatives)\n"
       "  --plugin LIB.so      load operators and implementations from a plugin (repeatable;\n"
       "                       see opperf(1), PLUGINS)\n"
       "  --check              check each case's forward outputs against the operator's\n"
@@ -312,7 +314,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   o->sets = "standard,skewed";
   o->dtypes = NULL;
   o->passes = "fwd,bwd";
-  o->impls = CLI_IMPLS_ALL;
+  o->impls = cli_impls_default();
   o->reps = 1;
   o->metric = "time";
   o->peer_lib = -1;
