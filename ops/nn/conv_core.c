@@ -1135,10 +1135,13 @@ int nn_conv_op_run_bwd(opf_case *c, int algo) {
   if (op_spec(c).transpose) {
     j.big = c->gout[0].data, j.small = c->gin[0].data, j.gsmall = c->in[0].data, j.dbig_sum = db;
     nn_conv_forward(&j);
-  } else if (use_wino(&g, c->dtype, algo)) { /* dw and db by im2col, dx by Winograd */
-    j.big = c->in[0].data, j.gsmall = c->gout[0].data, j.dsmall_sum = db;
-    nn_conv_backward(&j);
+  } else if (use_wino(&g, c->dtype, algo)) { /* dx and dw by Winograd, db by the core */
+    if (db) {
+      j.gsmall = c->gout[0].data, j.dsmall_sum = db, j.dw = NULL;
+      nn_conv_backward(&j);
+    }
     nn_wino_data_grad(&g, c->ws, c->ws_bytes, c->gout[0].data, c->in[1].data, c->gin[0].data);
+    nn_wino_weight_grad(&g, c->ws, c->ws_bytes, c->in[0].data, c->gout[0].data, c->gin[1].data);
   } else {
     j.big = c->in[0].data, j.gsmall = c->gout[0].data, j.dbig = c->gin[0].data, j.dsmall_sum = db;
     nn_conv_backward(&j);

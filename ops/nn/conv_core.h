@@ -85,6 +85,9 @@ void nn_wino_forward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const voi
                      const void *w, const void *b, void *y);
 void nn_wino_data_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *gy,
                        const void *w, void *dx);
+/* dw = the weight gradient of gy for input x (G^T [(A gy A^T) . (B^T x B)] G over the tiles). */
+void nn_wino_weight_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+                         const void *gy, void *dw);
 
 /* ---- phase decomposition of a transposed convolution's forward (conv_subpix.c): 1-3
  * spatial dims, channels-first, dilation 1, one group, at most 64 phases (stride product) ---- */

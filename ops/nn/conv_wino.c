@@ -7,8 +7,9 @@
  * are blocks of tile rows of one image, sized so V and M stay in L2; threads take whole items
  * with single-threaded GEMMs, as in the im2col core. The data gradient of such a convolution
  * is the same convolution of the output gradient with the flipped, transposed weight and
- * padding 2 - pad, so one driver serves both. The transforms are written for the compiler to
- * vectorise across tiles (16 at a time) with the runtime ISA clones of opf_kernel.h. */
+ * padding 2 - pad, so one driver serves both. The transforms run on 8-float GCC vectors
+ * across all the tiles of an item (contiguous arrays only), in the runtime ISA clones of
+ * opf_kernel.h; the same source builds for arm64 (NEON pairs) and the baseline. */
 #include <string.h>
 
 #include "conv_core.h"
@@ -17,7 +18,6 @@
 #define WINO_M 4      /* output tile */
 #define WINO_A 6      /* input tile (alpha) */
 #define WINO_XI 36    /* transform points */
-#define WINO_VL 16    /* tiles per vector step of the transforms */
 /* Bytes of V plus M per work item: both stay in the core's L2 (1 MB on Zen 5) between the
  * input transform, the GEMMs and the output transform. */
 #define WINO_BLOCK_BYTES ((int64_t)768 << 10)
@@ -33,7 +33,6 @@ typedef struct wino_plan {
   int64_t N, Ci, Co, Hi, Wi, Ho, Wo, ph, pw;
   int64_t TH, TW, rb; /* tiles down and across, tile rows per item */
   int64_t Tb;         /* tiles per item (rb * TW) */
-  int64_t rowlen;     /* padded input row of an item: TW * 4 + 2 */
 } wino_plan;
 
 static void plan_of(wino_plan *p, int64_t N, int64_t Ci, int64_t Co, int64_t Hi, int64_t Wi,
@@ -47,15 +46,16 @@ static void plan_of(wino_plan *p, int64_t N, int64_t Ci, int64_t Co, int64_t Hi,
   if (p->rb < 1) p->rb = 1;
   if (p->rb > p->TH) p->rb = p->TH;
   p->Tb = p->rb * p->TW;
-  p->rowlen = p->TW * WINO_M + 2;
 }
 
 static size_t al64(size_t b) { return (b + 63) & ~(size_t)63; }
 static size_t u_bytes(const wino_plan *p) { return al64((size_t)(WINO_XI * p->Ci * p->Co) * 4); }
-/* Per thread: V (36, Ci, Tb), M (36, Co, Tb), 6 input rows and 6 vertical transforms. */
+/* Per thread: V (36, Ci, Tb), M (36, Co, Tb), the transforms' scratch (one padded input row
+ * and the 6 rows x 6 phases before and after B^T; or the 24 rows of A^T M and the 16 of Y)
+ * and, for a weight gradient, the thread's transformed sum dU (36, Co, Ci). */
 static size_t slot_bytes(const wino_plan *p) {
   return al64((size_t)(WINO_XI * p->Ci * p->Tb) * 4) + al64((size_t)(WINO_XI * p->Co * p->Tb) * 4) +
-         al64((size_t)(2 * WINO_A * p->rowlen) * 4 + WINO_VL * 4 * 4 * 4);
+         al64((size_t)(72 * p->Tb + 4 * p->TW + 4) * 4) + al64((size_t)(WINO_XI * p->Ci * p->Co) * 4);
 }
 static size_t plan_bytes(const wino_plan *p) {
   return u_bytes(p) + (size_t)omp_get_max_threads() * slot_bytes(p);
@@ -113,80 +113,137 @@ static void weight_transform(float *U, const float *w, const wino_plan *p, int f
     o5 = 4 * (d1) - 5 * (d3) + (d5);                                                           \
   } while (0)
 
-/* Input transform of tile row ty of one channel into V (xi stride vs, tiles from t0): the 6
- * input rows (zero outside the image) go through B^T down the columns, then B^T along each
- * tile's 6 columns. */
-OPF_VEC static void input_row(float *restrict V, int64_t vs, int64_t t0, const float *restrict xc,
-                              const wino_plan *p, int64_t ty, float *restrict rows,
-                              float *restrict u) {
-  const int64_t L = p->rowlen, W = p->Wi, pw = p->pw;
-  for (int r = 0; r < WINO_A; r++) {
-    int64_t iy = ty * WINO_M - p->ph + r;
-    float *d = rows + r * L;
-    if (iy < 0 || iy >= p->Hi) {
-      memset(d, 0, (size_t)L * sizeof *d);
-      continue;
+/* Vectors of 8 floats (GCC vector extension: AVX/AVX-512 registers on x86, pairs of NEON
+ * registers on arm64), unaligned. The transforms run over all Tb tiles of an item at once;
+ * a last partial step is recomputed overlapping the previous one (same values), so every
+ * step is a whole vector; items of fewer than 8 tiles go element by element. */
+typedef float wvec __attribute__((vector_size(32), aligned(4)));
+#define WL 8
+#define WLD(p) (*(const wvec *)(p))
+#define WST(p, v) (*(wvec *)(p) = (v))
+
+/* for (t = 0; t < n; t += step) with the last step moved back to end at n */
+#define WINO_STEPS(t, n, body)                                                                 \
+  do {                                                                                         \
+    if ((n) < WL) {                                                                            \
+      for (int64_t t = 0; t < (n); t++) {                                                      \
+        typedef float wvec_s;                                                                  \
+        body(wvec_s, *, 1);                                                                    \
+      }                                                                                        \
+    } else {                                                                                   \
+      for (int64_t t0_ = 0;; t0_ += WL) {                                                      \
+        int64_t t = t0_ + WL <= (n) ? t0_ : (n) - WL;                                          \
+        body(wvec, WLD, 0);                                                                    \
+        if (t + WL >= (n)) break;                                                              \
+      }                                                                                        \
+    }                                                                                          \
+  } while (0)
+
+/* Input transform of one channel over item tiles [0, Tb) (tile rows ty0..): V[xi][t] (xi
+ * stride vs). Each of the 6 input rows of a tile row (zero outside the image) is split into
+ * its 6 column phases (ph[k][tx] = row[4*tx + k]), so that B^T down the rows and then along
+ * each tile's 6 columns read only contiguous arrays over all the item's tiles. */
+OPF_VEC static void input_block(float *restrict V, int64_t vs, const float *restrict xc,
+                                const wino_plan *p, int64_t ty0, int64_t rb,
+                                float *restrict scratch) {
+  const int64_t TW = p->TW, Tb = rb * TW, L = 4 * TW + 2, W = p->Wi, pw = p->pw;
+  const int64_t ks = Tb, rs = 6 * Tb; /* R[r][k][t], U[y][k][t] */
+  float *restrict lin = scratch, *restrict R = lin + L + 2, *restrict U = R + 36 * Tb;
+  for (int64_t q = 0; q < rb; q++)
+    for (int r = 0; r < WINO_A; r++) {
+      int64_t iy = (ty0 + q) * WINO_M - p->ph + r;
+      float *d = R + r * rs + q * TW;
+      if (iy < 0 || iy >= p->Hi) {
+        for (int k = 0; k < 6; k++) memset(d + k * ks, 0, (size_t)TW * sizeof *d);
+        continue;
+      }
+      const float *src = xc + iy * W;
+      int64_t a = pw < L ? pw : L, b = W + pw < L ? W + pw : L;
+      for (int64_t i = 0; i < a; i++) lin[i] = 0;
+      memcpy(lin + a, src, (size_t)(b - a) * sizeof *lin);
+      for (int64_t i = b; i < L; i++) lin[i] = 0;
+      for (int64_t tx = 0; tx < TW; tx++)
+        for (int k = 0; k < 6; k++) d[k * ks + tx] = lin[4 * tx + k];
     }
-    const float *s = xc + iy * W;
-    int64_t a = pw < L ? pw : L, b = W + pw < L ? W + pw : L;
-    for (int64_t i = 0; i < a; i++) d[i] = 0;
-    memcpy(d + a, s, (size_t)(b - a) * sizeof *d);
-    for (int64_t i = b; i < L; i++) d[i] = 0;
+#define WINO_IN_V(VT, LD, sc)                                                                  \
+  {                                                                                            \
+    VT d0 = LD(R + t), d1 = LD(R + rs + t), d2 = LD(R + 2 * rs + t), d3 = LD(R + 3 * rs + t);  \
+    VT d4 = LD(R + 4 * rs + t), d5 = LD(R + 5 * rs + t), o0, o1, o2, o3, o4, o5;              \
+    WINO_BT(o0, o1, o2, o3, o4, o5, d0, d1, d2, d3, d4, d5);                                   \
+    *(VT *)(U + t) = o0, *(VT *)(U + rs + t) = o1, *(VT *)(U + 2 * rs + t) = o2;               \
+    *(VT *)(U + 3 * rs + t) = o3, *(VT *)(U + 4 * rs + t) = o4, *(VT *)(U + 5 * rs + t) = o5;  \
   }
-  const float *r0 = rows, *r1 = rows + L, *r2 = rows + 2 * L, *r3 = rows + 3 * L, *r4 = rows + 4 * L,
-              *r5 = rows + 5 * L;
-  float *u0 = u, *u1 = u + L, *u2 = u + 2 * L, *u3 = u + 3 * L, *u4 = u + 4 * L, *u5 = u + 5 * L;
-  for (int64_t i = 0; i < L; i++)
-    WINO_BT(u0[i], u1[i], u2[i], u3[i], u4[i], u5[i], r0[i], r1[i], r2[i], r3[i], r4[i], r5[i]);
+  WINO_STEPS(t, rs, WINO_IN_V);
   for (int y = 0; y < WINO_A; y++) {
-    const float *ur = u + y * L;
-    float *v = V + (int64_t)(y * 6) * vs + t0;
-    for (int64_t tx = 0; tx < p->TW; tx++) {
-      const float *q = ur + tx * WINO_M;
-      WINO_BT(v[tx], v[vs + tx], v[2 * vs + tx], v[3 * vs + tx], v[4 * vs + tx], v[5 * vs + tx],
-              q[0], q[1], q[2], q[3], q[4], q[5]);
-    }
+    const float *u = U + y * rs;
+    float *v = V + (int64_t)(y * 6) * vs;
+#define WINO_IN_H(VT, LD, sc)                                                                  \
+  {                                                                                            \
+    VT d0 = LD(u + t), d1 = LD(u + ks + t), d2 = LD(u + 2 * ks + t), d3 = LD(u + 3 * ks + t);  \
+    VT d4 = LD(u + 4 * ks + t), d5 = LD(u + 5 * ks + t), o0, o1, o2, o3, o4, o5;              \
+    WINO_BT(o0, o1, o2, o3, o4, o5, d0, d1, d2, d3, d4, d5);                                   \
+    *(VT *)(v + t) = o0, *(VT *)(v + vs + t) = o1, *(VT *)(v + 2 * vs + t) = o2;               \
+    *(VT *)(v + 3 * vs + t) = o3, *(VT *)(v + 4 * vs + t) = o4, *(VT *)(v + 5 * vs + t) = o5;  \
+  }
+    WINO_STEPS(t, Tb, WINO_IN_H);
   }
 }
 
-/* Output transform of the tiles [0, Tb) of channel co (M rows xi stride ms): Y = A^T M A,
- * plus the bias, stored into the output plane yc where inside it. */
-OPF_VEC static void output_tiles(float *restrict yc, const float *restrict M, int64_t ms,
-                                 const wino_plan *p, int64_t ty0, int64_t Tb, float bias,
-                                 float *restrict tmp) {
-  for (int64_t t0 = 0; t0 < Tb; t0 += WINO_VL) {
-    int n = Tb - t0 < WINO_VL ? (int)(Tb - t0) : WINO_VL;
-    float s[4][6][WINO_VL], (*y)[4][WINO_VL] = (float (*)[4][WINO_VL])tmp;
-    for (int x = 0; x < 6; x++) {
-      const float *m0 = M + (0 * 6 + x) * ms + t0, *m1 = M + (1 * 6 + x) * ms + t0,
-                  *m2 = M + (2 * 6 + x) * ms + t0, *m3 = M + (3 * 6 + x) * ms + t0,
-                  *m4 = M + (4 * 6 + x) * ms + t0, *m5 = M + (5 * 6 + x) * ms + t0;
-      for (int l = 0; l < WINO_VL; l++) {
-        int k = l < n ? l : 0;
-        float a = m1[k] + m2[k], b = m1[k] - m2[k], c = m3[k] + m4[k], d = m3[k] - m4[k];
-        s[0][x][l] = m0[k] + a + c;
-        s[1][x][l] = b + 2 * d;
-        s[2][x][l] = a + 4 * c;
-        s[3][x][l] = b + 8 * d + m5[k];
-      }
-    }
-    for (int i = 0; i < 4; i++)
-      for (int l = 0; l < WINO_VL; l++) {
-        float a = s[i][1][l] + s[i][2][l], b = s[i][1][l] - s[i][2][l];
-        float c = s[i][3][l] + s[i][4][l], d = s[i][3][l] - s[i][4][l];
-        y[i][0][l] = s[i][0][l] + a + c + bias;
-        y[i][1][l] = b + 2 * d + bias;
-        y[i][2][l] = a + 4 * c + bias;
-        y[i][3][l] = b + 8 * d + s[i][5][l] + bias;
-      }
-    for (int l = 0; l < n; l++) {
-      int64_t t = t0 + l, oy = (ty0 + t / p->TW) * WINO_M, ox = t % p->TW * WINO_M;
-      int mi = p->Ho - oy < WINO_M ? (int)(p->Ho - oy) : WINO_M;
-      int mj = p->Wo - ox < WINO_M ? (int)(p->Wo - ox) : WINO_M;
-      for (int i = 0; i < mi; i++)
-        for (int j = 0; j < mj; j++) yc[(oy + i) * p->Wo + ox + j] = y[i][j][l];
-    }
+/* A^T applied to 6 values: the 4 outputs. */
+#define WINO_AT(o0, o1, o2, o3, m0, m1, m2, m3, m4, m5)                                          \
+  do {                                                                                         \
+    __typeof__(m0) a_ = (m1) + (m2), b_ = (m1) - (m2), c_ = (m3) + (m4), d_ = (m3) - (m4);     \
+    o0 = (m0) + a_ + c_;                                                                       \
+    o1 = b_ + 2 * d_;                                                                          \
+    o2 = a_ + 4 * c_;                                                                          \
+    o3 = b_ + 8 * d_ + (m5);                                                                   \
+  } while (0)
+
+/* Output transform of channel co over the item's tiles (M rows xi stride ms): Y = A^T M A
+ * plus the bias, A^T down the 6 rows then along them over all tiles at once, then each tile
+ * row's 4 output rows interleaved into the output plane yc where inside it. */
+OPF_VEC static void output_block(float *restrict yc, const float *restrict M, int64_t ms,
+                                 const wino_plan *p, int64_t ty0, int64_t rb, float bias,
+                                 float *restrict scratch) {
+  const int64_t TW = p->TW, Tb = rb * TW, Wo = p->Wo;
+  float *restrict S = scratch, *restrict Y = S + 24 * Tb; /* S[i][x][t], Y[i][j][t] */
+  for (int x = 0; x < 6; x++) {
+    const float *m = M + x * ms;
+    float *s = S + x * Tb;
+#define WINO_OUT_V(VT, LD, sc)                                                                 \
+  {                                                                                            \
+    VT o0, o1, o2, o3;                                                                         \
+    WINO_AT(o0, o1, o2, o3, LD(m + t), LD(m + 6 * ms + t), LD(m + 12 * ms + t),                \
+            LD(m + 18 * ms + t), LD(m + 24 * ms + t), LD(m + 30 * ms + t));                    \
+    *(VT *)(s + t) = o0, *(VT *)(s + 6 * Tb + t) = o1, *(VT *)(s + 12 * Tb + t) = o2;          \
+    *(VT *)(s + 18 * Tb + t) = o3;                                                             \
   }
+    WINO_STEPS(t, Tb, WINO_OUT_V);
+  }
+  for (int i = 0; i < WINO_M; i++) {
+    const float *s = S + i * 6 * Tb;
+    float *y = Y + i * 4 * Tb;
+#define WINO_OUT_H(VT, LD, sc)                                                                 \
+  {                                                                                            \
+    VT o0, o1, o2, o3;                                                                         \
+    WINO_AT(o0, o1, o2, o3, LD(s + t), LD(s + Tb + t), LD(s + 2 * Tb + t), LD(s + 3 * Tb + t), \
+            LD(s + 4 * Tb + t), LD(s + 5 * Tb + t));                                           \
+    *(VT *)(y + t) = o0 + bias, *(VT *)(y + Tb + t) = o1 + bias;                               \
+    *(VT *)(y + 2 * Tb + t) = o2 + bias, *(VT *)(y + 3 * Tb + t) = o3 + bias;                  \
+  }
+    WINO_STEPS(t, Tb, WINO_OUT_H);
+  }
+  const int64_t full = Wo / WINO_M;
+  for (int64_t q = 0; q < rb; q++)
+    for (int i = 0; i < WINO_M; i++) {
+      int64_t oy = (ty0 + q) * WINO_M + i;
+      if (oy >= p->Ho) break;
+      const float *y0 = Y + i * 4 * Tb + q * TW, *y1 = y0 + Tb, *y2 = y0 + 2 * Tb, *y3 = y0 + 3 * Tb;
+      float *restrict out = yc + oy * Wo;
+      for (int64_t t = 0; t < full; t++)
+        out[4 * t] = y0[t], out[4 * t + 1] = y1[t], out[4 * t + 2] = y2[t], out[4 * t + 3] = y3[t];
+      for (int64_t j = 4 * full; j < Wo; j++) out[j] = y0[full + (j - 4 * full) * Tb];
+    }
 }
 
 /* dst = winograd(src, U) + bias over work item (n, tile rows [ty0, ty0 + rb)). */
@@ -195,19 +252,26 @@ static void run_item(const wino_plan *p, const float *U, const float *src, const
   int64_t rb = p->TH - ty0 < p->rb ? p->TH - ty0 : p->rb, Tb = rb * p->TW;
   float *V = (float *)slot;
   float *M = (float *)(slot + al64((size_t)(WINO_XI * p->Ci * p->Tb) * 4));
-  float *rows = (float *)((char *)M + al64((size_t)(WINO_XI * p->Co * p->Tb) * 4));
-  float *u = rows + WINO_A * p->rowlen, *tmp = u + WINO_A * p->rowlen;
+  float *scratch = (float *)((char *)M + al64((size_t)(WINO_XI * p->Co * p->Tb) * 4));
   int64_t vs = p->Ci * Tb, ms = p->Co * Tb; /* xi strides */
   const float *sn = src + n * p->Ci * p->Hi * p->Wi;
   for (int64_t ci = 0; ci < p->Ci; ci++)
-    for (int64_t r = 0; r < rb; r++)
-      input_row(V + ci * Tb, vs, r * p->TW, sn + ci * p->Hi * p->Wi, p, ty0 + r, rows, u);
+    input_block(V + ci * Tb, vs, sn + ci * p->Hi * p->Wi, p, ty0, rb, scratch);
   for (int xi = 0; xi < WINO_XI; xi++)
     lin_gemm(OPF_F32, 0, 0, p->Co, Tb, p->Ci, U + (int64_t)xi * p->Co * p->Ci, p->Ci,
              V + xi * vs, Tb, 0.0, M + xi * ms, Tb);
   float *dn = dst + n * p->Co * p->Ho * p->Wo;
   for (int64_t co = 0; co < p->Co; co++)
-    output_tiles(dn + co * p->Ho * p->Wo, M + co * Tb, ms, p, ty0, Tb, bias ? bias[co] : 0, tmp);
+    output_block(dn + co * p->Ho * p->Wo, M + co * Tb, ms, p, ty0, rb, bias ? bias[co] : 0,
+                 scratch);
+}
+
+/* Threads for a plan: whole items each, as many as the workspace has slots for. */
+static int threads_for(const wino_plan *p, size_t ws_bytes, int64_t items) {
+  int64_t nt = (int64_t)((ws_bytes - u_bytes(p)) / slot_bytes(p));
+  if (nt > omp_get_max_threads()) nt = omp_get_max_threads();
+  if (nt > items) nt = items;
+  return nt < 1 ? 1 : (int)nt;
 }
 
 static void run(const wino_plan *p, void *ws, size_t ws_bytes, const float *w, int flip,
@@ -216,16 +280,118 @@ static void run(const wino_plan *p, void *ws, size_t ws_bytes, const float *w, i
   weight_transform(U, w, p, flip);
   char *slots = (char *)ws + u_bytes(p);
   size_t sb = slot_bytes(p);
-  int64_t nt = (int64_t)((ws_bytes - u_bytes(p)) / sb), per = (p->TH + p->rb - 1) / p->rb;
-  int64_t items = p->N * per;
-  if (nt > omp_get_max_threads()) nt = omp_get_max_threads();
-  if (nt > items) nt = items;
-  if (nt < 1) nt = 1;
-#pragma omp parallel num_threads((int)nt) if (nt > 1)
+  int64_t per = (p->TH + p->rb - 1) / p->rb, items = p->N * per;
+  int nt = threads_for(p, ws_bytes, items);
+#pragma omp parallel num_threads(nt) if (nt > 1)
   {
     int k = omp_get_thread_num(), m = omp_get_num_threads();
     for (int64_t it = items * k / m; it < items * (k + 1) / m; it++)
       run_item(p, U, src, bias, dst, it / per, it % per * p->rb, slots + (size_t)k * sb);
+  }
+}
+
+/* A (6x4) applied to 4 values: the adjoint of WINO_AT. */
+#define WINO_A4(o0, o1, o2, o3, o4, o5, y0, y1, y2, y3)                                          \
+  do {                                                                                         \
+    __typeof__(y0) e_ = (y0) + (y2), f_ = (y1) + (y3), g_ = (y0) + 4 * (y2), h_ = 2 * (y1) + 8 * (y3); \
+    o0 = (y0);                                                                                 \
+    o1 = e_ + f_;                                                                              \
+    o2 = e_ - f_;                                                                              \
+    o3 = g_ + h_;                                                                              \
+    o4 = g_ - h_;                                                                              \
+    o5 = (y3);                                                                                 \
+  } while (0)
+
+/* The adjoint of the output transform for one output channel over the item's tiles:
+ * G[xi][t] (xi stride ms) = A dY A^T of each tile's 4x4 output gradient (0 outside the
+ * plane gc), A down the rows then along them, contiguous over all tiles. */
+OPF_VEC static void grad_block(float *restrict G, int64_t ms, const float *restrict gc,
+                               const wino_plan *p, int64_t ty0, int64_t rb,
+                               float *restrict scratch) {
+  const int64_t TW = p->TW, Tb = rb * TW, Wo = p->Wo, full = Wo / WINO_M;
+  float *restrict Yr = scratch, *restrict Z = Yr + 16 * Tb; /* Yr[i][j][t], Z[x][j][t] */
+  const int64_t js = Tb, is = 4 * Tb;
+  for (int64_t q = 0; q < rb; q++)
+    for (int i = 0; i < WINO_M; i++) {
+      int64_t oy = (ty0 + q) * WINO_M + i;
+      float *d = Yr + i * is + q * TW;
+      if (oy >= p->Ho) {
+        for (int j = 0; j < 4; j++) memset(d + j * js, 0, (size_t)TW * sizeof *d);
+        continue;
+      }
+      const float *row = gc + oy * Wo;
+      for (int64_t t = 0; t < full; t++)
+        d[t] = row[4 * t], d[js + t] = row[4 * t + 1], d[2 * js + t] = row[4 * t + 2],
+        d[3 * js + t] = row[4 * t + 3];
+      for (int64_t t = full; t < TW; t++)
+        for (int j = 0; j < 4; j++) d[j * js + t] = 4 * t + j < Wo ? row[4 * t + j] : 0;
+    }
+#define WINO_G_V(VT, LD, sc)                                                                   \
+  {                                                                                            \
+    VT o0, o1, o2, o3, o4, o5;                                                                 \
+    WINO_A4(o0, o1, o2, o3, o4, o5, LD(Yr + t), LD(Yr + is + t), LD(Yr + 2 * is + t),           \
+            LD(Yr + 3 * is + t));                                                              \
+    *(VT *)(Z + t) = o0, *(VT *)(Z + is + t) = o1, *(VT *)(Z + 2 * is + t) = o2;               \
+    *(VT *)(Z + 3 * is + t) = o3, *(VT *)(Z + 4 * is + t) = o4, *(VT *)(Z + 5 * is + t) = o5;  \
+  }
+  WINO_STEPS(t, is, WINO_G_V);
+  for (int x = 0; x < 6; x++) {
+    const float *z = Z + x * is;
+    float *gx = G + (int64_t)(x * 6) * ms;
+#define WINO_G_H(VT, LD, sc)                                                                   \
+  {                                                                                            \
+    VT o0, o1, o2, o3, o4, o5;                                                                 \
+    WINO_A4(o0, o1, o2, o3, o4, o5, LD(z + t), LD(z + js + t), LD(z + 2 * js + t),             \
+            LD(z + 3 * js + t));                                                               \
+    *(VT *)(gx + t) = o0, *(VT *)(gx + ms + t) = o1, *(VT *)(gx + 2 * ms + t) = o2;            \
+    *(VT *)(gx + 3 * ms + t) = o3, *(VT *)(gx + 4 * ms + t) = o4, *(VT *)(gx + 5 * ms + t) = o5; \
+  }
+    WINO_STEPS(t, Tb, WINO_G_H);
+  }
+}
+
+/* Weight-gradient item: dU[xi] += G[xi] V[xi]^T over the item's tiles (Co x Tb by Tb x Ci). */
+static void dw_item(const wino_plan *p, const float *x, const float *gy, int64_t n, int64_t ty0,
+                    char *slot) {
+  int64_t rb = p->TH - ty0 < p->rb ? p->TH - ty0 : p->rb, Tb = rb * p->TW;
+  float *V = (float *)slot;
+  float *G = (float *)(slot + al64((size_t)(WINO_XI * p->Ci * p->Tb) * 4));
+  float *scratch = (float *)((char *)G + al64((size_t)(WINO_XI * p->Co * p->Tb) * 4));
+  float *dU = (float *)((char *)scratch + al64((size_t)(72 * p->Tb + 4 * p->TW + 4) * 4));
+  int64_t vs = p->Ci * Tb, gs = p->Co * Tb;
+  const float *xn = x + n * p->Ci * p->Hi * p->Wi, *gn = gy + n * p->Co * p->Ho * p->Wo;
+  for (int64_t ci = 0; ci < p->Ci; ci++)
+    input_block(V + ci * Tb, vs, xn + ci * p->Hi * p->Wi, p, ty0, rb, scratch);
+  for (int64_t co = 0; co < p->Co; co++)
+    grad_block(G + co * Tb, gs, gn + co * p->Ho * p->Wo, p, ty0, rb, scratch);
+  for (int xi = 0; xi < WINO_XI; xi++)
+    lin_gemm(OPF_F32, 0, 1, p->Co, p->Ci, Tb, G + xi * gs, Tb, V + xi * vs, Tb, 1.0,
+             dU + (int64_t)xi * p->Co * p->Ci, p->Ci);
+}
+
+/* dw[co][ci] = G^T dU[.][co][ci] G (the adjoint of weight_transform). */
+static void weight_untransform(float *dw, const float *dU, const wino_plan *p) {
+  static const float G[6][3] = {{1.0f / 4, 0, 0},
+                                {-1.0f / 6, -1.0f / 6, -1.0f / 6},
+                                {-1.0f / 6, 1.0f / 6, -1.0f / 6},
+                                {1.0f / 24, 1.0f / 12, 1.0f / 6},
+                                {1.0f / 24, -1.0f / 12, 1.0f / 6},
+                                {0, 0, 1}};
+  const int64_t CC = p->Co * p->Ci;
+  for (int64_t k = 0; k < CC; k++) {
+    float t[6][3];
+    for (int i = 0; i < 6; i++)
+      for (int b = 0; b < 3; b++) {
+        float acc = 0;
+        for (int j = 0; j < 6; j++) acc += dU[(i * 6 + j) * CC + k] * G[j][b];
+        t[i][b] = acc;
+      }
+    for (int a = 0; a < 3; a++)
+      for (int b = 0; b < 3; b++) {
+        float acc = 0;
+        for (int i = 0; i < 6; i++) acc += G[i][a] * t[i][b];
+        dw[k * 9 + a * 3 + b] = acc;
+      }
   }
 }
 
@@ -234,6 +400,32 @@ void nn_wino_forward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const voi
   wino_plan p;
   fwd_plan(g, &p);
   run(&p, ws, ws_bytes, w, 0, x, b, y);
+}
+
+void nn_wino_weight_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+                         const void *gy, void *dw) {
+  wino_plan p;
+  fwd_plan(g, &p);
+  char *slots = (char *)ws + u_bytes(&p);
+  size_t sb = slot_bytes(&p), du = (size_t)(WINO_XI * p.Ci * p.Co);
+  size_t du_off = al64((size_t)(WINO_XI * p.Ci * p.Tb) * 4) + al64((size_t)(WINO_XI * p.Co * p.Tb) * 4) +
+                  al64((size_t)(72 * p.Tb + 4 * p.TW + 4) * 4);
+  int64_t per = (p.TH + p.rb - 1) / p.rb, items = p.N * per;
+  int nt = threads_for(&p, ws_bytes, items), used = 1;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    int k = omp_get_thread_num(), m = omp_get_num_threads();
+    if (k == 0) used = m;
+    memset(slots + (size_t)k * sb + du_off, 0, du * 4);
+    for (int64_t it = items * k / m; it < items * (k + 1) / m; it++)
+      dw_item(&p, x, gy, it / per, it % per * p.rb, slots + (size_t)k * sb);
+  }
+  float *dU = (float *)(slots + du_off);
+  for (int k = 1; k < used; k++) {
+    const float *o = (const float *)(slots + (size_t)k * sb + du_off);
+    for (size_t i = 0; i < du; i++) dU[i] += o[i];
+  }
+  weight_untransform(dw, dU, &p);
 }
 
 void nn_wino_data_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *gy,
