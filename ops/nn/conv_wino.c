@@ -49,14 +49,25 @@ static void plan_of(wino_plan *p, int64_t N, int64_t Ci, int64_t Co, int64_t Hi,
 }
 
 static size_t al64(size_t b) { return (b + 63) & ~(size_t)63; }
-static size_t u_bytes(const wino_plan *p) { return al64((size_t)(WINO_XI * p->Ci * p->Co) * 4); }
+/* U (36, Co, Ci) and the tap-major weight the transform reads (9, Co, Ci) */
+static size_t u_bytes(const wino_plan *p) { return al64((size_t)(45 * p->Ci * p->Co) * 4); }
 /* Per thread: V (36, Ci, Tb), M (36, Co, Tb), the transforms' scratch (one padded input row
  * and the 6 rows x 6 phases before and after B^T; or the 24 rows of A^T M and the 16 of Y)
  * and, for a weight gradient, the thread's transformed sum dU (36, Co, Ci). */
-static size_t slot_bytes(const wino_plan *p) {
-  return al64((size_t)(WINO_XI * p->Ci * p->Tb) * 4) + al64((size_t)(WINO_XI * p->Co * p->Tb) * 4) +
-         al64((size_t)(72 * p->Tb + 4 * p->TW + 4) * 4) + al64((size_t)(WINO_XI * p->Ci * p->Co) * 4);
+typedef struct wino_slot {
+  float *V, *M, *scratch, *dU;
+} wino_slot;
+
+static size_t slot_layout(const wino_plan *p, char *base, wino_slot *s) {
+  size_t v = al64((size_t)(WINO_XI * p->Ci * p->Tb) * 4), m = al64((size_t)(WINO_XI * p->Co * p->Tb) * 4);
+  size_t sc = al64((size_t)(72 * p->Tb + 4 * p->TW + 8) * 4), du = al64((size_t)(WINO_XI * p->Ci * p->Co) * 4);
+  if (s) {
+    s->V = (float *)base, s->M = (float *)(base + v), s->scratch = (float *)(base + v + m);
+    s->dU = (float *)(base + v + m + sc);
+  }
+  return v + m + sc + du;
 }
+static size_t slot_bytes(const wino_plan *p) { return slot_layout(p, NULL, NULL); }
 static size_t plan_bytes(const wino_plan *p) {
   return u_bytes(p) + (size_t)omp_get_max_threads() * slot_bytes(p);
 }
@@ -77,28 +88,38 @@ size_t nn_wino_ws_bytes(const nn_conv_geom *g) {
   return x > y ? x : y;
 }
 
+/* G (6x3) of F(4x4, 3x3) and its use on 3 values: o[i] = sum_k G[i][k] g[k]. */
+#define WINO_G3(o, g0, g1, g2)                                                                 \
+  do {                                                                                         \
+    __typeof__(g0) s_ = (g0) + (g2);                                                           \
+    o[0] = (g0) * (1.0f / 4);                                                                  \
+    o[1] = -(s_ + (g1)) * (1.0f / 6);                                                          \
+    o[2] = -(s_ - (g1)) * (1.0f / 6);                                                          \
+    o[3] = (g0) * (1.0f / 24) + (g1) * (1.0f / 12) + (g2) * (1.0f / 6);                         \
+    o[4] = (g0) * (1.0f / 24) - (g1) * (1.0f / 12) + (g2) * (1.0f / 6);                         \
+    o[5] = (g2);                                                                               \
+  } while (0)
+
 /* U[xi][co][ci] = G w G^T of the 3x3 window of output channel co and input channel ci:
- * w[co][ci] (flip = 0) or, for the data gradient, the flipped w[ci][co] (flip = 1). */
-static void weight_transform(float *U, const float *w, const wino_plan *p, int flip) {
-  static const float G[6][3] = {{1.0f / 4, 0, 0},
-                                {-1.0f / 6, -1.0f / 6, -1.0f / 6},
-                                {-1.0f / 6, 1.0f / 6, -1.0f / 6},
-                                {1.0f / 24, 1.0f / 12, 1.0f / 6},
-                                {1.0f / 24, -1.0f / 12, 1.0f / 6},
-                                {0, 0, 1}};
-  const int64_t Ci = p->Ci, Co = p->Co;
-#pragma omp parallel for schedule(static) if (Ci * Co > 4096)
-  for (int64_t k = 0; k < Co * Ci; k++) {
-    int64_t co = k / Ci, ci = k % Ci;
-    float gg[3][3], t[6][3];
-    for (int a = 0; a < 3; a++)
-      for (int b = 0; b < 3; b++)
-        gg[a][b] = flip ? w[(ci * Co + co) * 9 + (2 - a) * 3 + (2 - b)] : w[(co * Ci + ci) * 9 + a * 3 + b];
-    for (int i = 0; i < 6; i++)
-      for (int b = 0; b < 3; b++) t[i][b] = G[i][0] * gg[0][b] + G[i][1] * gg[1][b] + G[i][2] * gg[2][b];
-    for (int i = 0; i < 6; i++)
-      for (int j = 0; j < 6; j++)
-        U[((int64_t)(i * 6 + j) * Co + co) * Ci + ci] = t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2];
+ * w[co][ci] (flip = 0) or, for the data gradient, the flipped w[ci][co] (flip = 1). The
+ * windows are first gathered tap-major (wt[tap][co*Ci + ci]), so the transform runs over
+ * contiguous (co, ci) pairs. */
+OPF_VEC static void weight_transform(float *restrict U, float *restrict wt, const float *restrict w,
+                                     const wino_plan *p, int flip) {
+  const int64_t Ci = p->Ci, Co = p->Co, CC = Ci * Co;
+  for (int64_t co = 0; co < Co; co++)
+    for (int64_t ci = 0; ci < Ci; ci++)
+      for (int t = 0; t < 9; t++)
+        wt[t * CC + co * Ci + ci] = flip ? w[(ci * Co + co) * 9 + 8 - t] : w[(co * Ci + ci) * 9 + t];
+  for (int64_t k = 0; k < CC; k++) {
+    float c0[6], c1[6], c2[6], r[6];
+    WINO_G3(c0, wt[k], wt[3 * CC + k], wt[6 * CC + k]); /* down the columns */
+    WINO_G3(c1, wt[CC + k], wt[4 * CC + k], wt[7 * CC + k]);
+    WINO_G3(c2, wt[2 * CC + k], wt[5 * CC + k], wt[8 * CC + k]);
+    for (int i = 0; i < 6; i++) {
+      WINO_G3(r, c0[i], c1[i], c2[i]); /* along row i */
+      for (int j = 0; j < 6; j++) U[(int64_t)(i * 6 + j) * CC + k] = r[j];
+    }
   }
 }
 
@@ -139,16 +160,45 @@ typedef float wvec __attribute__((vector_size(32), aligned(4)));
     }                                                                                          \
   } while (0)
 
+/* d[k*ks + tx] = lin[4*tx + k] for the 6 columns k of each of n tiles (lin: 4n + 8 floats):
+ * 8 tiles per step from 5 vector loads and 10 shuffles (a 4-way deinterleave, and the
+ * columns 4 and 5 as columns 0 and 1 of the next tile). */
+typedef int wivec __attribute__((vector_size(32)));
+OPF_VEC static void deinterleave(float *restrict d, int64_t ks, const float *restrict lin,
+                                 int64_t n) {
+  if (n < WL) {
+    for (int64_t tx = 0; tx < n; tx++)
+      for (int k = 0; k < 6; k++) d[k * ks + tx] = lin[4 * tx + k];
+    return;
+  }
+  const wivec lo = {0, 4, 8, 12, 1, 5, 9, 13}, hi = {2, 6, 10, 14, 3, 7, 11, 15};
+  const wivec first = {0, 1, 2, 3, 8, 9, 10, 11}, second = {4, 5, 6, 7, 12, 13, 14, 15};
+  const wivec next0 = {1, 2, 3, 4, 5, 6, 7, 8}, next1 = {1, 2, 3, 4, 5, 6, 7, 9};
+  for (int64_t t0 = 0;; t0 += WL) {
+    int64_t tx = t0 + WL <= n ? t0 : n - WL;
+    const float *q = lin + 4 * tx;
+    wvec a0 = WLD(q), a1 = WLD(q + 8), a2 = WLD(q + 16), a3 = WLD(q + 24), a4 = WLD(q + 32);
+    wvec b0 = __builtin_shuffle(a0, a1, lo), b1 = __builtin_shuffle(a0, a1, hi);
+    wvec c0 = __builtin_shuffle(a2, a3, lo), c1 = __builtin_shuffle(a2, a3, hi);
+    wvec p0 = __builtin_shuffle(b0, c0, first), p1 = __builtin_shuffle(b0, c0, second);
+    wvec p2 = __builtin_shuffle(b1, c1, first), p3 = __builtin_shuffle(b1, c1, second);
+    WST(d + tx, p0), WST(d + ks + tx, p1), WST(d + 2 * ks + tx, p2), WST(d + 3 * ks + tx, p3);
+    WST(d + 4 * ks + tx, __builtin_shuffle(p0, a4, next0));
+    WST(d + 5 * ks + tx, __builtin_shuffle(p1, a4, next1));
+    if (tx + WL >= n) break;
+  }
+}
+
 /* Input transform of one channel over item tiles [0, Tb) (tile rows ty0..): V[xi][t] (xi
  * stride vs). Each of the 6 input rows of a tile row (zero outside the image) is split into
- * its 6 column phases (ph[k][tx] = row[4*tx + k]), so that B^T down the rows and then along
+ * its 6 column phases (ph[k][tx] = row[4*tx + k - pad]), so that B^T down the rows and then along
  * each tile's 6 columns read only contiguous arrays over all the item's tiles. */
 OPF_VEC static void input_block(float *restrict V, int64_t vs, const float *restrict xc,
                                 const wino_plan *p, int64_t ty0, int64_t rb,
                                 float *restrict scratch) {
-  const int64_t TW = p->TW, Tb = rb * TW, L = 4 * TW + 2, W = p->Wi, pw = p->pw;
+  const int64_t TW = p->TW, Tb = rb * TW, L = 4 * TW + 8, W = p->Wi, pw = p->pw;
   const int64_t ks = Tb, rs = 6 * Tb; /* R[r][k][t], U[y][k][t] */
-  float *restrict lin = scratch, *restrict R = lin + L + 2, *restrict U = R + 36 * Tb;
+  float *restrict lin = scratch, *restrict R = lin + L, *restrict U = R + 36 * Tb;
   for (int64_t q = 0; q < rb; q++)
     for (int r = 0; r < WINO_A; r++) {
       int64_t iy = (ty0 + q) * WINO_M - p->ph + r;
@@ -162,8 +212,7 @@ OPF_VEC static void input_block(float *restrict V, int64_t vs, const float *rest
       for (int64_t i = 0; i < a; i++) lin[i] = 0;
       memcpy(lin + a, src, (size_t)(b - a) * sizeof *lin);
       for (int64_t i = b; i < L; i++) lin[i] = 0;
-      for (int64_t tx = 0; tx < TW; tx++)
-        for (int k = 0; k < 6; k++) d[k * ks + tx] = lin[4 * tx + k];
+      deinterleave(d, ks, lin, TW);
     }
 #define WINO_IN_V(VT, LD, sc)                                                                  \
   {                                                                                            \
@@ -198,6 +247,27 @@ OPF_VEC static void input_block(float *restrict V, int64_t vs, const float *rest
     o2 = a_ + 4 * c_;                                                                          \
     o3 = b_ + 8 * d_ + (m5);                                                                   \
   } while (0)
+
+/* out[4*t + j] = y[j*ys + t] for the 4 columns j of n tiles, 8 tiles per step (the inverse
+ * of deinterleave's first 8 shuffles). */
+OPF_VEC static void interleave(float *restrict out, const float *restrict y, int64_t ys, int64_t n) {
+  if (n < WL) {
+    for (int64_t t = 0; t < n; t++)
+      for (int j = 0; j < 4; j++) out[4 * t + j] = y[j * ys + t];
+    return;
+  }
+  const wivec lo = {0, 8, 1, 9, 2, 10, 3, 11}, hi = {4, 12, 5, 13, 6, 14, 7, 15};
+  for (int64_t t0 = 0;; t0 += WL) {
+    int64_t t = t0 + WL <= n ? t0 : n - WL;
+    wvec p0 = WLD(y + t), p1 = WLD(y + ys + t), p2 = WLD(y + 2 * ys + t), p3 = WLD(y + 3 * ys + t);
+    wvec b0 = __builtin_shuffle(p0, p2, lo), b1 = __builtin_shuffle(p0, p2, hi);
+    wvec c0 = __builtin_shuffle(p1, p3, lo), c1 = __builtin_shuffle(p1, p3, hi);
+    float *o = out + 4 * t;
+    WST(o, __builtin_shuffle(b0, c0, lo)), WST(o + 8, __builtin_shuffle(b0, c0, hi));
+    WST(o + 16, __builtin_shuffle(b1, c1, lo)), WST(o + 24, __builtin_shuffle(b1, c1, hi));
+    if (t + WL >= n) break;
+  }
+}
 
 /* Output transform of channel co over the item's tiles (M rows xi stride ms): Y = A^T M A
  * plus the bias, A^T down the 6 rows then along them over all tiles at once, then each tile
@@ -238,10 +308,9 @@ OPF_VEC static void output_block(float *restrict yc, const float *restrict M, in
     for (int i = 0; i < WINO_M; i++) {
       int64_t oy = (ty0 + q) * WINO_M + i;
       if (oy >= p->Ho) break;
-      const float *y0 = Y + i * 4 * Tb + q * TW, *y1 = y0 + Tb, *y2 = y0 + 2 * Tb, *y3 = y0 + 3 * Tb;
+      const float *y0 = Y + i * 4 * Tb + q * TW;
       float *restrict out = yc + oy * Wo;
-      for (int64_t t = 0; t < full; t++)
-        out[4 * t] = y0[t], out[4 * t + 1] = y1[t], out[4 * t + 2] = y2[t], out[4 * t + 3] = y3[t];
+      interleave(out, y0, Tb, full);
       for (int64_t j = 4 * full; j < Wo; j++) out[j] = y0[full + (j - 4 * full) * Tb];
     }
 }
@@ -250,9 +319,9 @@ OPF_VEC static void output_block(float *restrict yc, const float *restrict M, in
 static void run_item(const wino_plan *p, const float *U, const float *src, const float *bias,
                      float *dst, int64_t n, int64_t ty0, char *slot) {
   int64_t rb = p->TH - ty0 < p->rb ? p->TH - ty0 : p->rb, Tb = rb * p->TW;
-  float *V = (float *)slot;
-  float *M = (float *)(slot + al64((size_t)(WINO_XI * p->Ci * p->Tb) * 4));
-  float *scratch = (float *)((char *)M + al64((size_t)(WINO_XI * p->Co * p->Tb) * 4));
+  wino_slot sl;
+  slot_layout(p, slot, &sl);
+  float *V = sl.V, *M = sl.M, *scratch = sl.scratch;
   int64_t vs = p->Ci * Tb, ms = p->Co * Tb; /* xi strides */
   const float *sn = src + n * p->Ci * p->Hi * p->Wi;
   for (int64_t ci = 0; ci < p->Ci; ci++)
@@ -277,7 +346,7 @@ static int threads_for(const wino_plan *p, size_t ws_bytes, int64_t items) {
 static void run(const wino_plan *p, void *ws, size_t ws_bytes, const float *w, int flip,
                 const float *src, const float *bias, float *dst) {
   float *U = ws;
-  weight_transform(U, w, p, flip);
+  weight_transform(U, U + WINO_XI * p->Ci * p->Co, w, p, flip);
   char *slots = (char *)ws + u_bytes(p);
   size_t sb = slot_bytes(p);
   int64_t per = (p->TH + p->rb - 1) / p->rb, items = p->N * per;
@@ -354,10 +423,9 @@ OPF_VEC static void grad_block(float *restrict G, int64_t ms, const float *restr
 static void dw_item(const wino_plan *p, const float *x, const float *gy, int64_t n, int64_t ty0,
                     char *slot) {
   int64_t rb = p->TH - ty0 < p->rb ? p->TH - ty0 : p->rb, Tb = rb * p->TW;
-  float *V = (float *)slot;
-  float *G = (float *)(slot + al64((size_t)(WINO_XI * p->Ci * p->Tb) * 4));
-  float *scratch = (float *)((char *)G + al64((size_t)(WINO_XI * p->Co * p->Tb) * 4));
-  float *dU = (float *)((char *)scratch + al64((size_t)(72 * p->Tb + 4 * p->TW + 4) * 4));
+  wino_slot sl;
+  slot_layout(p, slot, &sl);
+  float *V = sl.V, *G = sl.M, *scratch = sl.scratch, *dU = sl.dU;
   int64_t vs = p->Ci * Tb, gs = p->Co * Tb;
   const float *xn = x + n * p->Ci * p->Hi * p->Wi, *gn = gy + n * p->Co * p->Ho * p->Wo;
   for (int64_t ci = 0; ci < p->Ci; ci++)
@@ -408,8 +476,9 @@ void nn_wino_weight_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const
   fwd_plan(g, &p);
   char *slots = (char *)ws + u_bytes(&p);
   size_t sb = slot_bytes(&p), du = (size_t)(WINO_XI * p.Ci * p.Co);
-  size_t du_off = al64((size_t)(WINO_XI * p.Ci * p.Tb) * 4) + al64((size_t)(WINO_XI * p.Co * p.Tb) * 4) +
-                  al64((size_t)(72 * p.Tb + 4 * p.TW + 4) * 4);
+  wino_slot s0;
+  slot_layout(&p, slots, &s0);
+  size_t du_off = (size_t)((char *)s0.dU - slots);
   int64_t per = (p.TH + p.rb - 1) / p.rb, items = p.N * per;
   int nt = threads_for(&p, ws_bytes, items), used = 1;
 #pragma omp parallel num_threads(nt) if (nt > 1)
