@@ -75,7 +75,7 @@ void nn_conv_backward(const nn_conv_job *j);
 void nn_conv_unfold(const nn_conv_geom *g, opf_dtype dt, void *col, const void *big);
 void nn_conv_fold(const nn_conv_geom *g, opf_dtype dt, void *big, const void *col);
 
-/* ---- Winograd F(4x4, 3x3) (conv_wino.c): 2-D channels-first float32, 3x3 window, stride
+/* ---- Winograd F(4x4, 3x3) (conv_wino.c): 2-D float32 (either layout), 3x3 window, stride
  * 1, dilation 1, one group, pad <= 2 (the data gradient pads by 2 - pad) ---- */
 int nn_wino_fits(const nn_conv_geom *g, opf_dtype dt);
 #define NN_WINO_MIN_CH 16 /* the default picks Winograd from this many channels (C and F) */

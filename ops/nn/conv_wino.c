@@ -1,6 +1,6 @@
-/* conv_wino.c: Winograd F(4x4, 3x3) convolution for 2-D channels-first float32 convolutions
- * with a 3x3 window, stride 1, dilation 1 and one group (conv_core.h: nn_wino_*). Each 4x4
- * output tile costs 36 multiplies per channel pair instead of 144: the input tiles (6x6,
+/* conv_wino.c: Winograd F(4x4, 3x3) convolution for 2-D float32 convolutions (NCHW or NHWC:
+ * the transforms read and write either through strides) with a 3x3 window, stride 1,
+ * dilation 1 and one group (conv_core.h: nn_wino_*). Each 4x4 output tile costs 36 multiplies per channel pair instead of 144: the input tiles (6x6,
  * overlapping by 2) are transformed to V = B^T d B, the weights to U = G g G^T, the 36
  * element-wise products summed over channels are 36 GEMMs through OpenBLAS
  * (M[xi] = U[xi] V[xi], F x C times C x tiles), and Y = A^T M A gives the outputs. Work items
@@ -23,7 +23,7 @@
 #define WINO_BLOCK_BYTES ((int64_t)768 << 10)
 
 int nn_wino_fits(const nn_conv_geom *g, opf_dtype dt) {
-  return dt == OPF_F32 && g->nd == 2 && !g->nhwc && g->groups == 1 && g->k[1] == 3 &&
+  return dt == OPF_F32 && g->nd == 2 && g->groups == 1 && g->k[1] == 3 &&
          g->k[2] == 3 && g->s[1] == 1 && g->s[2] == 1 && g->d[1] == 1 && g->d[2] == 1 &&
          g->p[1] <= 2 && g->p[2] <= 2;
 }
@@ -31,14 +31,17 @@ int nn_wino_fits(const nn_conv_geom *g, opf_dtype dt) {
 /* The plan of one Winograd convolution: src (N, Ci, Hi, Wi) to dst (N, Co, Ho, Wo), pads. */
 typedef struct wino_plan {
   int64_t N, Ci, Co, Hi, Wi, Ho, Wo, ph, pw;
+  int64_t ics, ies, ocs, oes; /* channel and element strides of src and dst (NCHW or NHWC) */
   int64_t TH, TW, rb; /* tiles down and across, tile rows per item */
   int64_t Tb;         /* tiles per item (rb * TW) */
 } wino_plan;
 
 static void plan_of(wino_plan *p, int64_t N, int64_t Ci, int64_t Co, int64_t Hi, int64_t Wi,
-                    int64_t ph, int64_t pw) {
+                    int64_t ph, int64_t pw, int nhwc) {
   p->N = N, p->Ci = Ci, p->Co = Co, p->Hi = Hi, p->Wi = Wi, p->ph = ph, p->pw = pw;
   p->Ho = Hi + 2 * ph - 2, p->Wo = Wi + 2 * pw - 2;
+  p->ics = nhwc ? 1 : Hi * Wi, p->ies = nhwc ? Ci : 1;
+  p->ocs = nhwc ? 1 : p->Ho * p->Wo, p->oes = nhwc ? Co : 1;
   p->TH = (p->Ho + WINO_M - 1) / WINO_M, p->TW = (p->Wo + WINO_M - 1) / WINO_M;
   int64_t per_tile = WINO_XI * (Ci + Co) * (int64_t)sizeof(float);
   int64_t tiles = WINO_BLOCK_BYTES / per_tile;
@@ -74,10 +77,10 @@ static size_t plan_bytes(const wino_plan *p) {
 
 /* Forward plan (x to y) and data-gradient plan (gy to dx) of a geometry nn_wino_fits. */
 static void fwd_plan(const nn_conv_geom *g, wino_plan *p) {
-  plan_of(p, g->N, g->C, g->F, g->in[1], g->in[2], g->p[1], g->p[2]);
+  plan_of(p, g->N, g->C, g->F, g->in[1], g->in[2], g->p[1], g->p[2], g->nhwc);
 }
 static void bwd_plan(const nn_conv_geom *g, wino_plan *p) {
-  plan_of(p, g->N, g->F, g->C, g->out[1], g->out[2], 2 - g->p[1], 2 - g->p[2]);
+  plan_of(p, g->N, g->F, g->C, g->out[1], g->out[2], 2 - g->p[1], 2 - g->p[2], g->nhwc);
 }
 
 size_t nn_wino_ws_bytes(const nn_conv_geom *g) {
@@ -207,10 +210,13 @@ OPF_VEC static void input_block(float *restrict V, int64_t vs, const float *rest
         for (int k = 0; k < 6; k++) memset(d + k * ks, 0, (size_t)TW * sizeof *d);
         continue;
       }
-      const float *src = xc + iy * W;
+      const int64_t es = p->ies;
+      const float *src = xc + iy * W * es;
       int64_t a = pw < L ? pw : L, b = W + pw < L ? W + pw : L;
       for (int64_t i = 0; i < a; i++) lin[i] = 0;
-      memcpy(lin + a, src, (size_t)(b - a) * sizeof *lin);
+      if (es == 1) memcpy(lin + a, src, (size_t)(b - a) * sizeof *lin);
+      else
+        for (int64_t i = a; i < b; i++) lin[i] = src[(i - a) * es];
       for (int64_t i = b; i < L; i++) lin[i] = 0;
       deinterleave(d, ks, lin, TW);
     }
@@ -309,9 +315,13 @@ OPF_VEC static void output_block(float *restrict yc, const float *restrict M, in
       int64_t oy = (ty0 + q) * WINO_M + i;
       if (oy >= p->Ho) break;
       const float *y0 = Y + i * 4 * Tb + q * TW;
-      float *restrict out = yc + oy * Wo;
-      interleave(out, y0, Tb, full);
-      for (int64_t j = 4 * full; j < Wo; j++) out[j] = y0[full + (j - 4 * full) * Tb];
+      const int64_t es = p->oes;
+      float *restrict out = yc + oy * Wo * es;
+      if (es == 1) interleave(out, y0, Tb, full);
+      else
+        for (int64_t t = 0; t < full; t++)
+          for (int j = 0; j < 4; j++) out[(4 * t + j) * es] = y0[j * Tb + t];
+      for (int64_t j = 4 * full; j < Wo; j++) out[j * es] = y0[full + (j - 4 * full) * Tb];
     }
 }
 
@@ -325,13 +335,13 @@ static void run_item(const wino_plan *p, const float *U, const float *src, const
   int64_t vs = p->Ci * Tb, ms = p->Co * Tb; /* xi strides */
   const float *sn = src + n * p->Ci * p->Hi * p->Wi;
   for (int64_t ci = 0; ci < p->Ci; ci++)
-    input_block(V + ci * Tb, vs, sn + ci * p->Hi * p->Wi, p, ty0, rb, scratch);
+    input_block(V + ci * Tb, vs, sn + ci * p->ics, p, ty0, rb, scratch);
   for (int xi = 0; xi < WINO_XI; xi++)
     lin_gemm(OPF_F32, 0, 0, p->Co, Tb, p->Ci, U + (int64_t)xi * p->Co * p->Ci, p->Ci,
              V + xi * vs, Tb, 0.0, M + xi * ms, Tb);
   float *dn = dst + n * p->Co * p->Ho * p->Wo;
   for (int64_t co = 0; co < p->Co; co++)
-    output_block(dn + co * p->Ho * p->Wo, M + co * Tb, ms, p, ty0, rb, bias ? bias[co] : 0,
+    output_block(dn + co * p->ocs, M + co * Tb, ms, p, ty0, rb, bias ? bias[co] : 0,
                  scratch);
 }
 
@@ -388,12 +398,13 @@ OPF_VEC static void grad_block(float *restrict G, int64_t ms, const float *restr
         for (int j = 0; j < 4; j++) memset(d + j * js, 0, (size_t)TW * sizeof *d);
         continue;
       }
-      const float *row = gc + oy * Wo;
+      const int64_t es = p->oes;
+      const float *row = gc + oy * Wo * es;
       for (int64_t t = 0; t < full; t++)
-        d[t] = row[4 * t], d[js + t] = row[4 * t + 1], d[2 * js + t] = row[4 * t + 2],
-        d[3 * js + t] = row[4 * t + 3];
+        d[t] = row[4 * t * es], d[js + t] = row[(4 * t + 1) * es],
+        d[2 * js + t] = row[(4 * t + 2) * es], d[3 * js + t] = row[(4 * t + 3) * es];
       for (int64_t t = full; t < TW; t++)
-        for (int j = 0; j < 4; j++) d[j * js + t] = 4 * t + j < Wo ? row[4 * t + j] : 0;
+        for (int j = 0; j < 4; j++) d[j * js + t] = 4 * t + j < Wo ? row[(4 * t + j) * es] : 0;
     }
 #define WINO_G_V(VT, LD, sc)                                                                   \
   {                                                                                            \
@@ -429,9 +440,9 @@ static void dw_item(const wino_plan *p, const float *x, const float *gy, int64_t
   int64_t vs = p->Ci * Tb, gs = p->Co * Tb;
   const float *xn = x + n * p->Ci * p->Hi * p->Wi, *gn = gy + n * p->Co * p->Ho * p->Wo;
   for (int64_t ci = 0; ci < p->Ci; ci++)
-    input_block(V + ci * Tb, vs, xn + ci * p->Hi * p->Wi, p, ty0, rb, scratch);
+    input_block(V + ci * Tb, vs, xn + ci * p->ics, p, ty0, rb, scratch);
   for (int64_t co = 0; co < p->Co; co++)
-    grad_block(G + co * Tb, gs, gn + co * p->Ho * p->Wo, p, ty0, rb, scratch);
+    grad_block(G + co * Tb, gs, gn + co * p->ocs, p, ty0, rb, scratch);
   for (int xi = 0; xi < WINO_XI; xi++)
     lin_gemm(OPF_F32, 0, 1, p->Co, p->Ci, Tb, G + xi * gs, Tb, V + xi * vs, Tb, 1.0,
              dU + (int64_t)xi * p->Co * p->Ci, p->Ci);
