@@ -33,6 +33,7 @@ OPPERF_OP(conv1d_transpose) = {
                {"test", "x=3x9x777 filters=7 kernel=4 stride=2 pad=1"},
                {"test", "x=1x6x2001 filters=5 kernel=5 stride=3 pad=2 output_padding=1"},
                {"test", "x=2x501x12 filters=8 kernel=3 stride=2 pad=1 groups=4 layout=NWC"},
+               {"test", "x=2x5x37 filters=16 kernel=5 stride=3 pad=2 output_padding=1"},
                {"large", "x=32x512x4096 filters=256 kernel=4 stride=2 pad=1"}},
     NN_CONV_OP_HOOKS,
 };
@@ -67,6 +68,7 @@ OPPERF_OP(conv2d_transpose) = {
                {"small", "x=1x2x5x4 filters=3 kh=5 kw=3 stride=3 pad=2 output_padding=1"},
                {"test", "x=2x9x31x27 filters=7 kernel=4 stride=2 pad=1"},
                {"test", "x=2x5x9x7 filters=6 kernel=4 stride=2 pad=2"},
+               {"test", "x=2x16x9x7 filters=16 kernel=3 pad=1"},
                {"test", "x=1x6x45x41 filters=4 kernel=5 stride=3 pad=2 output_padding=2"},
                {"test", "x=2x23x19x12 filters=6 kernel=3 stride=2 pad=1 groups=3 layout=NHWC"},
                {"large", "x=32x128x64x64 filters=64 kernel=4 stride=2 pad=1"}},
@@ -96,6 +98,7 @@ OPPERF_OP(conv3d_transpose) = {
                {"small", "x=1x2x2x3x2 filters=2 kd=2 kh=3 kw=2 stride=2 pad=1 output_padding=1 dilation=2"},
                {"small", "x=1x3x3x2x4 filters=4 kernel=3 stride=2 pad=1 layout=NDHWC"},
                {"test", "x=2x5x7x13x11 filters=6 kernel=4 stride=2 pad=1"},
+               {"test", "x=1x3x4x5x6 filters=16 kernel=3 stride=2 pad=1 output_padding=1"},
                {"test", "x=1x9x8x7x6 filters=4 kernel=3 stride=2 pad=1 output_padding=1 groups=2 layout=NDHWC"},
                {"large", "x=4x128x16x56x56 filters=64 kernel=4 stride=2 pad=1"}},
     NN_CONV_OP_HOOKS,

@@ -509,8 +509,8 @@ void nn_wino_weight_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const
 }
 
 void nn_wino_data_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *gy,
-                       const void *w, void *dx) {
+                       const void *w, const void *bias, void *dx) {
   wino_plan p;
   bwd_plan(g, &p);
-  run(&p, ws, ws_bytes, w, 1, gy, NULL, dx);
+  run(&p, ws, ws_bytes, w, 1, gy, bias, dx);
 }
