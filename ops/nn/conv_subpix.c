@@ -57,7 +57,7 @@ static void sizes(const nn_conv_geom *g, int64_t *cols, int64_t *kmax) {
   }
   int64_t c = SP_BLOCK_BYTES / ((*kmax + g->C) * (int64_t)g->esz);
   if (c < SP_MIN_COLS) c = SP_MIN_COLS;
-  *cols = c < q ? c : q;
+  *cols = c < g->N * q ? c : g->N * q;
 }
 
 static size_t al64(size_t b) { return (b + 63) & ~(size_t)63; }
@@ -88,12 +88,12 @@ size_t nn_subpix_ws_bytes(const nn_conv_geom *g) {
               wp[c * Kp + r] = w[(((f * g->C + c) * g->k[0] + kd) * g->k[1] + kh) * g->k[2] + kw]; \
           }                                                                                   \
   }                                                                                           \
-  /* col[(f, a0, a1, a2)][q - qa] = x[f][q0 + off0 + a0][q1 + off1 + a1][q2 + off2 + a2] (0  \
+  /* col[(f, a0, a1, a2)*ld + q - qa] = x[f][q0 + off0 + a0][q1 + off1 + a1][q2 + off2 + a2] (0  \
    * outside) for the phase's positions q = (q0*Q1 + q1)*Q2 + q2 in [qa, qe). */              \
-  OPF_VEC static void im2col_##SFX(T *restrict col, const T *restrict x, const nn_conv_geom *g, \
-                                   const sp_axis *xa, int64_t qa, int64_t qe) {               \
+  OPF_VEC static void im2col_##SFX(T *restrict col, int64_t ld, const T *restrict x,         \
+                                   const nn_conv_geom *g, const sp_axis *xa, int64_t qa,      \
+                                   int64_t qe) {                                              \
     const int64_t D = g->out[0], H = g->out[1], W = g->out[2], Q1 = xa[1].Q, Q2 = xa[2].Q;    \
-    const int64_t ld = qe - qa;                                                               \
     int64_t r = 0;                                                                            \
     for (int64_t f = 0; f < g->F; f++)                                                        \
       for (int64_t a0 = 0; a0 < xa[0].A; a0++)                                                \
@@ -122,16 +122,17 @@ size_t nn_subpix_ws_bytes(const nn_conv_geom *g) {
             }                                                                                 \
           }                                                                                   \
   }                                                                                           \
-  /* y[c][s0*q0 + r0][s1*q1 + r1][s2*q2 + r2] = Y[c][q - qa] + b[c] (Y NULL: the bias       \
+  /* y[c][s0*q0 + r0][s1*q1 + r1][s2*q2 + r2] = Y[c*ldy + q - qa] + b[c] (Y NULL: the bias   \
    * alone). */                                                                               \
-  OPF_VEC static void store_##SFX(T *restrict y, const T *restrict Y, const T *restrict bias, \
-                                  const nn_conv_geom *g, const int64_t *rr, const sp_axis *xa, \
-                                  int64_t qa, int64_t qe) {                                    \
+  OPF_VEC static void store_##SFX(T *restrict y, const T *restrict Y, int64_t ldy,            \
+                                  const T *restrict bias, const nn_conv_geom *g,              \
+                                  const int64_t *rr, const sp_axis *xa, int64_t qa,           \
+                                  int64_t qe) {                                                \
     const int64_t D = g->in[0], H = g->in[1], W = g->in[2], s2 = g->s[2];                     \
     const int64_t Q1 = xa[1].Q, Q2 = xa[2].Q;                                                 \
     for (int64_t c = 0; c < g->C; c++) {                                                      \
       const T bc = bias ? bias[c] : 0;                                                        \
-      const T *restrict src = Y ? Y + c * (qe - qa) - qa : NULL;                              \
+      const T *restrict src = Y ? Y + c * ldy - qa : NULL;                                    \
       for (int64_t q = qa; q < qe;) {                                                         \
         int64_t row = q / Q2, b = q % Q2, e = Q2 - b < qe - q ? Q2 : b + qe - q;              \
         int64_t i0 = g->s[0] * (row / Q1) + rr[0], i1 = g->s[1] * (row % Q1) + rr[1];         \
@@ -161,29 +162,35 @@ typedef struct sp_job {
   int64_t woff[SP_MAX_PHASES];
 } sp_job;
 
-/* Item (image n, phase ph, block bk). */
-static void sp_item(const sp_job *j, int64_t n, int64_t ph, int64_t bk, char *slot) {
+/* Item (phase ph, block bk): the phase's positions [ga, ge) of all images in a row (n*Q + q),
+ * so that small planes still give the GEMM a wide N. */
+static void sp_item(const sp_job *j, int64_t ph, int64_t bk, char *slot) {
   const nn_conv_geom *g = j->g;
   size_t e = g->esz;
   sp_axis xa[3];
   phase_axes(g, ph, xa);
   int64_t rr[3] = {ph / (g->s[1] * g->s[2]), ph / g->s[2] % g->s[1], ph % g->s[2]};
-  int64_t Q = xa[0].Q * xa[1].Q * xa[2].Q, qa = bk * j->cols, qe = qa + j->cols < Q ? qa + j->cols : Q;
-  if (qa >= qe) return;
+  int64_t Q = xa[0].Q * xa[1].Q * xa[2].Q, ga = bk * j->cols;
+  int64_t ge = ga + j->cols < g->N * Q ? ga + j->cols : g->N * Q, ld = ge - ga;
+  if (ga >= ge) return;
   int64_t Kp = g->F * xa[0].A * xa[1].A * xa[2].A;
   char *col = slot, *Y = slot + al64((size_t)(j->kmax * j->cols) * e);
-  const char *xn = j->x + (size_t)(n * g->F * g->P) * e;
-  char *yn = j->y + (size_t)(n * g->C * g->S) * e;
-  if (Kp) {
-    if (j->dt == OPF_F32) im2col_f32((float *)col, (const float *)xn, g, xa, qa, qe);
-    else im2col_f64((double *)col, (const double *)xn, g, xa, qa, qe);
-    lin_gemm(j->dt, 0, 0, g->C, qe - qa, Kp, j->wp + (size_t)j->woff[ph] * e, Kp, col, qe - qa,
-             0.0, Y, qe - qa);
+  for (int pass = Kp ? 0 : 1; pass < 2; pass++) {
+    for (int64_t at = ga; at < ge;) { /* one image's part of the block */
+      int64_t n = at / Q, qa = at % Q, qe = Q < qa + ge - at ? Q : qa + ge - at;
+      const char *xn = j->x + (size_t)(n * g->F * g->P) * e;
+      char *yn = j->y + (size_t)(n * g->C * g->S) * e;
+      char *cb = col + (size_t)(at - ga) * e, *yb = Kp ? Y + (size_t)(at - ga) * e : NULL;
+      if (pass == 0 && j->dt == OPF_F32) im2col_f32((float *)cb, ld, (const float *)xn, g, xa, qa, qe);
+      else if (pass == 0) im2col_f64((double *)cb, ld, (const double *)xn, g, xa, qa, qe);
+      else if (j->dt == OPF_F32)
+        store_f32((float *)yn, (const float *)yb, ld, (const float *)j->bias, g, rr, xa, qa, qe);
+      else store_f64((double *)yn, (const double *)yb, ld, (const double *)j->bias, g, rr, xa, qa, qe);
+      at += qe - qa;
+    }
+    if (pass == 0) /* between the two passes: Y = W_phase col */
+      lin_gemm(j->dt, 0, 0, g->C, ld, Kp, j->wp + (size_t)j->woff[ph] * e, Kp, col, ld, 0.0, Y, ld);
   }
-  if (j->dt == OPF_F32)
-    store_f32((float *)yn, Kp ? (const float *)Y : NULL, (const float *)j->bias, g, rr, xa, qa, qe);
-  else
-    store_f64((double *)yn, Kp ? (const double *)Y : NULL, (const double *)j->bias, g, rr, xa, qa, qe);
 }
 
 void nn_subpix_forward(const nn_conv_geom *g, opf_dtype dt, void *ws, size_t ws_bytes,
@@ -200,10 +207,10 @@ void nn_subpix_forward(const nn_conv_geom *g, opf_dtype dt, void *ws, size_t ws_
     off += g->C * g->F * xa[0].A * xa[1].A * xa[2].A;
     if (xa[0].Q * xa[1].Q * xa[2].Q > qmax) qmax = xa[0].Q * xa[1].Q * xa[2].Q;
   }
-  j.nb = (qmax + j.cols - 1) / j.cols;
+  j.nb = (g->N * qmax + j.cols - 1) / j.cols;
   j.slot_bytes = slot_bytes(g);
   j.slots = (char *)ws + wp_bytes(g);
-  int64_t items = g->N * nph * j.nb, nt = (int64_t)((ws_bytes - wp_bytes(g)) / j.slot_bytes);
+  int64_t items = nph * j.nb, nt = (int64_t)((ws_bytes - wp_bytes(g)) / j.slot_bytes);
   if (nt > omp_get_max_threads()) nt = omp_get_max_threads();
   if (nt > items) nt = items;
   if (nt < 1 || nn_conv_macs(g) < OPF_PAR_MIN) nt = 1;
@@ -211,6 +218,6 @@ void nn_subpix_forward(const nn_conv_geom *g, opf_dtype dt, void *ws, size_t ws_
   {
     int k = omp_get_thread_num(), m = omp_get_num_threads();
     for (int64_t it = items * k / m; it < items * (k + 1) / m; it++)
-      sp_item(&j, it / (nph * j.nb), it / j.nb % nph, it % j.nb, j.slots + (size_t)k * j.slot_bytes);
+      sp_item(&j, it / j.nb, it % j.nb, j.slots + (size_t)k * j.slot_bytes);
   }
 }
