@@ -146,22 +146,45 @@ typedef float wvec __attribute__((vector_size(32), aligned(4)));
 #define WLD(p) (*(const wvec *)(p))
 #define WST(p, v) (*(wvec *)(p) = (v))
 
-/* for (t = 0; t < n; t += step) with the last step moved back to end at n */
-#define WINO_STEPS(t, n, body)                                                                 \
+/* for (t = 0; t < n; t += step) with the last step moved back to end at n: body(VT, LD, ...)
+ * with the vector type and its load (a float and a plain dereference below WL elements). */
+#define WINO_STEPS(t, n, body, ...)                                                            \
   do {                                                                                         \
     if ((n) < WL) {                                                                            \
       for (int64_t t = 0; t < (n); t++) {                                                      \
         typedef float wvec_s;                                                                  \
-        body(wvec_s, *, 1);                                                                    \
+        body(wvec_s, *, __VA_ARGS__);                                                          \
       }                                                                                        \
     } else {                                                                                   \
       for (int64_t t0_ = 0;; t0_ += WL) {                                                      \
         int64_t t = t0_ + WL <= (n) ? t0_ : (n) - WL;                                          \
-        body(wvec, WLD, 0);                                                                    \
+        body(wvec, WLD, __VA_ARGS__);                                                          \
         if (t + WL >= (n)) break;                                                              \
       }                                                                                        \
     }                                                                                          \
   } while (0)
+
+/* One step of a 6-to-6 (B^T) or 4-to-6 (A) transform: inputs in[k*is + t], outputs
+ * out[k*os + t]. */
+#define WINO_BT_STEP(VT, LD, in, is, out, os)                                                  \
+  {                                                                                            \
+    VT d0 = LD(in + t), d1 = LD(in + (is) + t), d2 = LD(in + 2 * (is) + t);                    \
+    VT d3 = LD(in + 3 * (is) + t), d4 = LD(in + 4 * (is) + t), d5 = LD(in + 5 * (is) + t);     \
+    VT o0, o1, o2, o3, o4, o5;                                                                 \
+    WINO_BT(o0, o1, o2, o3, o4, o5, d0, d1, d2, d3, d4, d5);                                   \
+    *(VT *)(out + t) = o0, *(VT *)(out + (os) + t) = o1, *(VT *)(out + 2 * (os) + t) = o2;     \
+    *(VT *)(out + 3 * (os) + t) = o3, *(VT *)(out + 4 * (os) + t) = o4;                        \
+    *(VT *)(out + 5 * (os) + t) = o5;                                                          \
+  }
+#define WINO_A4_STEP(VT, LD, in, is, out, os)                                                  \
+  {                                                                                            \
+    VT o0, o1, o2, o3, o4, o5;                                                                 \
+    WINO_A4(o0, o1, o2, o3, o4, o5, LD(in + t), LD(in + (is) + t), LD(in + 2 * (is) + t),      \
+            LD(in + 3 * (is) + t));                                                            \
+    *(VT *)(out + t) = o0, *(VT *)(out + (os) + t) = o1, *(VT *)(out + 2 * (os) + t) = o2;     \
+    *(VT *)(out + 3 * (os) + t) = o3, *(VT *)(out + 4 * (os) + t) = o4;                        \
+    *(VT *)(out + 5 * (os) + t) = o5;                                                          \
+  }
 
 /* d[k*ks + tx] = lin[4*tx + k] for the 6 columns k of each of n tiles (lin: 4n + 8 floats):
  * 8 tiles per step from 5 vector loads and 10 shuffles (a 4-way deinterleave, and the
@@ -220,27 +243,11 @@ OPF_VEC static void input_block(float *restrict V, int64_t vs, const float *rest
       for (int64_t i = b; i < L; i++) lin[i] = 0;
       deinterleave(d, ks, lin, TW);
     }
-#define WINO_IN_V(VT, LD, sc)                                                                  \
-  {                                                                                            \
-    VT d0 = LD(R + t), d1 = LD(R + rs + t), d2 = LD(R + 2 * rs + t), d3 = LD(R + 3 * rs + t);  \
-    VT d4 = LD(R + 4 * rs + t), d5 = LD(R + 5 * rs + t), o0, o1, o2, o3, o4, o5;              \
-    WINO_BT(o0, o1, o2, o3, o4, o5, d0, d1, d2, d3, d4, d5);                                   \
-    *(VT *)(U + t) = o0, *(VT *)(U + rs + t) = o1, *(VT *)(U + 2 * rs + t) = o2;               \
-    *(VT *)(U + 3 * rs + t) = o3, *(VT *)(U + 4 * rs + t) = o4, *(VT *)(U + 5 * rs + t) = o5;  \
-  }
-  WINO_STEPS(t, rs, WINO_IN_V);
+  WINO_STEPS(t, rs, WINO_BT_STEP, R, rs, U, rs);
   for (int y = 0; y < WINO_A; y++) {
     const float *u = U + y * rs;
     float *v = V + (int64_t)(y * 6) * vs;
-#define WINO_IN_H(VT, LD, sc)                                                                  \
-  {                                                                                            \
-    VT d0 = LD(u + t), d1 = LD(u + ks + t), d2 = LD(u + 2 * ks + t), d3 = LD(u + 3 * ks + t);  \
-    VT d4 = LD(u + 4 * ks + t), d5 = LD(u + 5 * ks + t), o0, o1, o2, o3, o4, o5;              \
-    WINO_BT(o0, o1, o2, o3, o4, o5, d0, d1, d2, d3, d4, d5);                                   \
-    *(VT *)(v + t) = o0, *(VT *)(v + vs + t) = o1, *(VT *)(v + 2 * vs + t) = o2;               \
-    *(VT *)(v + 3 * vs + t) = o3, *(VT *)(v + 4 * vs + t) = o4, *(VT *)(v + 5 * vs + t) = o5;  \
-  }
-    WINO_STEPS(t, Tb, WINO_IN_H);
+    WINO_STEPS(t, Tb, WINO_BT_STEP, u, ks, v, vs);
   }
 }
 
@@ -286,7 +293,7 @@ OPF_VEC static void output_block(float *restrict yc, const float *restrict M, in
   for (int x = 0; x < 6; x++) {
     const float *m = M + x * ms;
     float *s = S + x * Tb;
-#define WINO_OUT_V(VT, LD, sc)                                                                 \
+#define WINO_OUT_V(VT, LD, unused)                                                                 \
   {                                                                                            \
     VT o0, o1, o2, o3;                                                                         \
     WINO_AT(o0, o1, o2, o3, LD(m + t), LD(m + 6 * ms + t), LD(m + 12 * ms + t),                \
@@ -294,12 +301,12 @@ OPF_VEC static void output_block(float *restrict yc, const float *restrict M, in
     *(VT *)(s + t) = o0, *(VT *)(s + 6 * Tb + t) = o1, *(VT *)(s + 12 * Tb + t) = o2;          \
     *(VT *)(s + 18 * Tb + t) = o3;                                                             \
   }
-    WINO_STEPS(t, Tb, WINO_OUT_V);
+    WINO_STEPS(t, Tb, WINO_OUT_V, 0);
   }
   for (int i = 0; i < WINO_M; i++) {
     const float *s = S + i * 6 * Tb;
     float *y = Y + i * 4 * Tb;
-#define WINO_OUT_H(VT, LD, sc)                                                                 \
+#define WINO_OUT_H(VT, LD, unused)                                                                 \
   {                                                                                            \
     VT o0, o1, o2, o3;                                                                         \
     WINO_AT(o0, o1, o2, o3, LD(s + t), LD(s + Tb + t), LD(s + 2 * Tb + t), LD(s + 3 * Tb + t), \
@@ -307,7 +314,7 @@ OPF_VEC static void output_block(float *restrict yc, const float *restrict M, in
     *(VT *)(y + t) = o0 + bias, *(VT *)(y + Tb + t) = o1 + bias;                               \
     *(VT *)(y + 2 * Tb + t) = o2 + bias, *(VT *)(y + 3 * Tb + t) = o3 + bias;                  \
   }
-    WINO_STEPS(t, Tb, WINO_OUT_H);
+    WINO_STEPS(t, Tb, WINO_OUT_H, 0);
   }
   const int64_t full = Wo / WINO_M;
   for (int64_t q = 0; q < rb; q++)
@@ -406,27 +413,11 @@ OPF_VEC static void grad_block(float *restrict G, int64_t ms, const float *restr
       for (int64_t t = full; t < TW; t++)
         for (int j = 0; j < 4; j++) d[j * js + t] = 4 * t + j < Wo ? row[(4 * t + j) * es] : 0;
     }
-#define WINO_G_V(VT, LD, sc)                                                                   \
-  {                                                                                            \
-    VT o0, o1, o2, o3, o4, o5;                                                                 \
-    WINO_A4(o0, o1, o2, o3, o4, o5, LD(Yr + t), LD(Yr + is + t), LD(Yr + 2 * is + t),           \
-            LD(Yr + 3 * is + t));                                                              \
-    *(VT *)(Z + t) = o0, *(VT *)(Z + is + t) = o1, *(VT *)(Z + 2 * is + t) = o2;               \
-    *(VT *)(Z + 3 * is + t) = o3, *(VT *)(Z + 4 * is + t) = o4, *(VT *)(Z + 5 * is + t) = o5;  \
-  }
-  WINO_STEPS(t, is, WINO_G_V);
+  WINO_STEPS(t, is, WINO_A4_STEP, Yr, is, Z, is);
   for (int x = 0; x < 6; x++) {
     const float *z = Z + x * is;
     float *gx = G + (int64_t)(x * 6) * ms;
-#define WINO_G_H(VT, LD, sc)                                                                   \
-  {                                                                                            \
-    VT o0, o1, o2, o3, o4, o5;                                                                 \
-    WINO_A4(o0, o1, o2, o3, o4, o5, LD(z + t), LD(z + js + t), LD(z + 2 * js + t),             \
-            LD(z + 3 * js + t));                                                               \
-    *(VT *)(gx + t) = o0, *(VT *)(gx + ms + t) = o1, *(VT *)(gx + 2 * ms + t) = o2;            \
-    *(VT *)(gx + 3 * ms + t) = o3, *(VT *)(gx + 4 * ms + t) = o4, *(VT *)(gx + 5 * ms + t) = o5; \
-  }
-    WINO_STEPS(t, Tb, WINO_G_H);
+    WINO_STEPS(t, Tb, WINO_A4_STEP, z, js, gx, ms);
   }
 }
 
