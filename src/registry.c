@@ -7,6 +7,7 @@
 #include "opperf/harness.h"
 
 extern const opf_op *const opf_registry_list[];
+extern const opf_op *const opf_registry_impls[];
 
 /* Operators registered at run time (test builds, plugins), after the built-in ones. */
 #define MAX_EXTRA 256
@@ -86,7 +87,34 @@ static struct alt {
 } alts[MAX_EXTRA];
 static int n_alts;
 
-int opf_impl_count(void) { return OPF_IMPL_ALT + n_alt_names; }
+static int n_builtin_names = -1; /* names of built-in implementations: the first ids */
+static opf_err builtin_err;       /* the first built-in implementation refused, if any */
+static int builtin_rc;
+static int impl_add(const opf_op *d, int *id, opf_err *err);
+
+/* The built-in implementations (OPPERF_IMPL in ops/) take the first ids, before any plugin's;
+ * registered on first use. A descriptor refused here is a bug in ops/: opf_registry_check
+ * reports it. */
+static void builtin_impls(void) {
+  if (n_builtin_names >= 0) return;
+  n_builtin_names = 0;
+  for (int i = 0; opf_registry_impls[i]; i++) {
+    opf_err e;
+    int rc = impl_add(opf_registry_impls[i], NULL, &e);
+    if (rc && !builtin_rc) builtin_rc = rc, builtin_err = e;
+  }
+  n_builtin_names = n_alt_names;
+}
+
+int opf_impl_count(void) {
+  builtin_impls();
+  return OPF_IMPL_ALT + n_alt_names;
+}
+
+int opf_impl_builtin(int impl) {
+  builtin_impls();
+  return impl < OPF_IMPL_ALT + n_builtin_names;
+}
 
 const char *opf_impl_name(int impl) {
   if (impl >= OPF_IMPL_ALT && impl < opf_impl_count()) return alt_names[impl - OPF_IMPL_ALT];
@@ -100,6 +128,7 @@ int opf_impl_find(const char *name) {
 }
 
 const opf_op *opf_impl_kernels(const opf_op *op, int impl) {
+  builtin_impls();
   for (int i = 0; i < n_alts; i++)
     if (alts[i].id == impl && alts[i].op == op) return alts[i].desc;
   return NULL;
@@ -113,6 +142,11 @@ int opf_op_has_impl(const opf_op *op, int impl) {
 }
 
 int opf_impl_register(const opf_op *d, int *id, opf_err *err) {
+  builtin_impls();
+  return impl_add(d, id, err);
+}
+
+static int impl_add(const opf_op *d, int *id, opf_err *err) {
   const char *n = d->name ? d->name : "(null)";
   if (d->abi != OPF_OP_ABI)
     return opf_err_set(err, OPF_EINVAL, "%s: ABI version %u, expected %u", n, d->abi, OPF_OP_ABI);
@@ -178,6 +212,11 @@ const char *opf_pass_name(opf_pass p) {
 }
 
 int opf_registry_check(opf_err *err) {
+  builtin_impls();
+  if (builtin_rc) {
+    *err = builtin_err;
+    return builtin_rc;
+  }
   int n = opf_op_count();
   for (int i = 0; i < n; i++) {
     int rc = opf_op_validate(opf_registry_list[i], err);

@@ -162,6 +162,11 @@ typedef struct opf_op {
 /* Define a descriptor: `OPPERF_OP(add) = { .name = "add", ... };` (at the start of a line:
  * the registry generator looks for it there). */
 #define OPPERF_OP(id) const opf_op opf_op_##id
+/* A built-in alternative implementation of a built-in operator (same rules as a plugin's
+ * .implements descriptor), e.g. the im2col convolution beside the default Winograd one:
+ * `OPPERF_IMPL(conv2d_im2col) = { .name = "im2col", .implements = "conv2d", ... };` at the
+ * start of a line; registered before any plugin's, ids from OPF_IMPL_ALT. */
+#define OPPERF_IMPL(id) const opf_op opf_impl_##id
 
 /* ---- the case: one resolved instance of an operator ---- */
 struct opf_case {
@@ -262,6 +267,9 @@ int opf_op_register(const opf_op *op, opf_err *err);
 int opf_impl_register(const opf_op *impl, int *id, opf_err *err);
 /* Implementation ids in use: OPF_IMPL_ALT + the registered ones. */
 int opf_impl_count(void);
+/* Is impl native, unfused or a built-in implementation (OPPERF_IMPL in ops/, not a plugin's)?
+ * Built-in alternatives run only when --impl names them (or says all). */
+int opf_impl_builtin(int impl);
 /* The id of "native", "unfused" or a registered implementation's name; -1 when unknown. */
 int opf_impl_find(const char *name);
 /* The kernels (descriptor) of op's registered implementation impl, else NULL. */

@@ -1055,7 +1055,11 @@ int nn_conv_infer(opf_case *c, const nn_conv_spec *sp, nn_conv_geom *g) {
   shape[nhwc ? nd + 1 : 1] = CH;
   for (int i = 0; i < nd; i++) shape[(nhwc ? 1 : 2) + i] = sz[a0 + i];
   opf_set_out(c, 0, c->dtype, nd + 2, shape);
-  c->ws_bytes = nn_conv_ws_bytes(g);
+  /* one workspace for every algorithm the case's implementations may pick */
+  size_t ws = nn_conv_ws_bytes(g), alt = 0;
+  if (sp->transpose && nn_subpix_fits(g)) alt = nn_subpix_ws_bytes(g);
+  if (nn_wino_fits(g, c->dtype) && nn_wino_ws_bytes(g) > alt) alt = nn_wino_ws_bytes(g);
+  c->ws_bytes = ws > alt ? ws : alt;
   return OPF_OK;
 }
 
@@ -1087,36 +1091,92 @@ void nn_conv_op_geom(const opf_case *c, nn_conv_geom *g) {
 
 static const void *op_bias(const opf_case *c) { return c->present[2] ? c->in[2].data : NULL; }
 
-int nn_conv_op_forward(opf_case *c) {
+/* Winograd for a convolution the automatic choice sends there: it fits, and the channel
+ * counts are large enough for its 36 GEMMs (a first layer with C = 3 keeps im2col, whose
+ * hand-written small products serve it better). */
+static int use_wino(const nn_conv_geom *g, opf_dtype dt, int algo) {
+  if (algo == NN_ALGO_GEMM || !nn_wino_fits(g, dt)) return 0;
+  return algo == NN_ALGO_FAST || (g->C >= NN_WINO_MIN_CH && g->F >= NN_WINO_MIN_CH);
+}
+
+/* The phase decomposition for a transposed forward the automatic choice sends there: it
+ * fits, and the output has channels enough for its GEMMs' M dimension (3 output channels
+ * keep col2im, whose GEMM's M is C*taps). */
+static int use_subpix(const nn_conv_geom *g, int algo) {
+  if (algo == NN_ALGO_GEMM || !nn_subpix_fits(g)) return 0;
+  return algo == NN_ALGO_FAST || g->C >= NN_SUBPIX_MIN_CH;
+}
+
+/* out[c] = sum of the big tensor's channel c (a transposed convolution's bias gradient). */
+static void big_sums(const nn_conv_geom *g, opf_dtype dt, const void *big, void *out) {
+  memset(out, 0, (size_t)g->C * g->esz);
+  for (int64_t n = 0; n < g->N; n++)
+    conv_kerns[dt].sums(out, (const char *)big + (size_t)(n * g->C * g->S) * g->esz, g->S, 0,
+                        g->S, g->C, g->nhwc);
+}
+
+/* A transposed convolution with a 3x3 window, stride 1 is the data gradient of a plain one
+ * (and its backward that one's forward and weight gradient): Winograd serves both. */
+int nn_conv_op_run_fwd(opf_case *c, int algo) {
   nn_conv_geom g;
   nn_conv_op_geom(c, &g);
-  nn_conv_job j = {.g = &g, .dt = c->dtype, .ws = c->ws, .ws_bytes = c->ws_bytes,
-                   .w = c->in[1].data};
-  if (op_spec(c).transpose) {
-    j.gsmall = c->in[0].data, j.dbig = c->out[0].data, j.bigshift = op_bias(c);
+  int tr = op_spec(c).transpose;
+  const void *x = c->in[0].data, *w = c->in[1].data;
+  void *y = c->out[0].data;
+  if (use_wino(&g, c->dtype, algo)) {
+    if (tr) nn_wino_data_grad(&g, c->ws, c->ws_bytes, x, w, op_bias(c), y);
+    else nn_wino_forward(&g, c->ws, c->ws_bytes, x, w, op_bias(c), y);
+    return OPF_OK;
+  }
+  if (tr && use_subpix(&g, algo)) {
+    nn_subpix_forward(&g, c->dtype, c->ws, c->ws_bytes, x, w, op_bias(c), y);
+    return OPF_OK;
+  }
+  nn_conv_job j = {.g = &g, .dt = c->dtype, .ws = c->ws, .ws_bytes = c->ws_bytes, .w = w};
+  if (tr) {
+    j.gsmall = x, j.dbig = y, j.bigshift = op_bias(c);
     nn_conv_backward(&j);
   } else {
-    j.big = c->in[0].data, j.small = c->out[0].data, j.shift = op_bias(c);
+    j.big = x, j.small = y, j.shift = op_bias(c);
     nn_conv_forward(&j);
   }
   return OPF_OK;
 }
 
-int nn_conv_op_backward(opf_case *c) {
+int nn_conv_op_forward(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_AUTO); }
+
+int nn_conv_op_run_bwd(opf_case *c, int algo) {
   nn_conv_geom g;
   nn_conv_op_geom(c, &g);
   void *db = c->present[2] ? c->gin[2].data : NULL;
-  nn_conv_job j = {.g = &g, .dt = c->dtype, .ws = c->ws, .ws_bytes = c->ws_bytes,
-                   .w = c->in[1].data, .dw = c->gin[1].data};
-  if (op_spec(c).transpose) {
-    j.big = c->gout[0].data, j.small = c->gin[0].data, j.gsmall = c->in[0].data, j.dbig_sum = db;
+  int tr = op_spec(c).transpose;
+  const void *x = c->in[0].data, *w = c->in[1].data, *gy = c->gout[0].data;
+  void *dx = c->gin[0].data, *dw = c->gin[1].data;
+  nn_conv_job j = {.g = &g, .dt = c->dtype, .ws = c->ws, .ws_bytes = c->ws_bytes, .w = w, .dw = dw};
+  if (use_wino(&g, c->dtype, algo)) { /* dx and dw by Winograd, db by sums */
+    if (tr) {
+      if (db) big_sums(&g, c->dtype, gy, db);
+      nn_wino_forward(&g, c->ws, c->ws_bytes, gy, w, NULL, dx);
+      nn_wino_weight_grad(&g, c->ws, c->ws_bytes, gy, x, dw);
+      return OPF_OK;
+    }
+    if (db) { /* the core's bias-gradient sums alone */
+      j.gsmall = gy, j.dsmall_sum = db, j.dw = NULL;
+      nn_conv_backward(&j);
+    }
+    nn_wino_data_grad(&g, c->ws, c->ws_bytes, gy, w, NULL, dx);
+    nn_wino_weight_grad(&g, c->ws, c->ws_bytes, x, gy, dw);
+  } else if (tr) {
+    j.big = gy, j.small = dx, j.gsmall = x, j.dbig_sum = db;
     nn_conv_forward(&j);
   } else {
-    j.big = c->in[0].data, j.gsmall = c->gout[0].data, j.dbig = c->gin[0].data, j.dsmall_sum = db;
+    j.big = x, j.gsmall = gy, j.dbig = dx, j.dsmall_sum = db;
     nn_conv_backward(&j);
   }
   return OPF_OK;
 }
+
+int nn_conv_op_backward(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_AUTO); }
 
 int nn_conv_op_reference(opf_case *c) {
   nn_conv_geom g;

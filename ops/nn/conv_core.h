@@ -75,6 +75,30 @@ void nn_conv_backward(const nn_conv_job *j);
 void nn_conv_unfold(const nn_conv_geom *g, opf_dtype dt, void *col, const void *big);
 void nn_conv_fold(const nn_conv_geom *g, opf_dtype dt, void *big, const void *col);
 
+/* ---- Winograd F(4x4, 3x3) (conv_wino.c): 2-D float32 (either layout), 3x3 window, stride
+ * 1, dilation 1, one group, pad <= 2 (the data gradient pads by 2 - pad) ---- */
+int nn_wino_fits(const nn_conv_geom *g, opf_dtype dt);
+#define NN_WINO_MIN_CH 16 /* the default picks Winograd from this many channels (C and F) */
+size_t nn_wino_ws_bytes(const nn_conv_geom *g);
+/* y = conv(x, w) + b (b may be NULL); dx = the data gradient of gy, plus a per-channel bias
+ * when not NULL (a transposed convolution's forward). ws: nn_wino_ws_bytes. */
+void nn_wino_forward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+                     const void *w, const void *b, void *y);
+void nn_wino_data_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *gy,
+                       const void *w, const void *bias, void *dx);
+/* dw = the weight gradient of gy for input x (G^T [(A gy A^T) . (B^T x B)] G over the tiles). */
+void nn_wino_weight_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+                         const void *gy, void *dw);
+
+/* ---- phase decomposition of a transposed convolution's forward (conv_subpix.c): 1-3
+ * spatial dims, channels-first, dilation 1, one group, at most 64 phases (stride product) ---- */
+int nn_subpix_fits(const nn_conv_geom *g);
+#define NN_SUBPIX_MIN_CH 16 /* the default picks it from this many output channels */
+size_t nn_subpix_ws_bytes(const nn_conv_geom *g);
+/* big = conv^T(small = x, w) + b per big channel (b may be NULL); ws: nn_subpix_ws_bytes. */
+void nn_subpix_forward(const nn_conv_geom *g, opf_dtype dt, void *ws, size_t ws_bytes,
+                       const void *x, const void *w, const void *b, void *y);
+
 /* ---- naive references (double accumulation, one element at a time) ---- */
 /* small[n, f, o] = b[f] + sum_{c, t} big[n, c, o*s - p + t*d] w[f, c, t] */
 void nn_conv_ref_fwd(const nn_conv_geom *g, opf_dtype dt, const void *big, const void *w,
@@ -140,6 +164,13 @@ int nn_conv_op_infer(opf_case *c);
 void nn_conv_op_geom(const opf_case *c, nn_conv_geom *g);
 int nn_conv_op_forward(opf_case *c);
 int nn_conv_op_backward(opf_case *c);
+/* The same passes with the algorithm chosen (the built-in implementations, conv_impls.c):
+ * NN_ALGO_AUTO the default (the fastest that fits), NN_ALGO_GEMM the im2col/col2im core
+ * always, NN_ALGO_FAST Winograd (3x3 stride 1, plain or transposed) or else the phase
+ * decomposition (transposed) wherever they fit, the core elsewhere. */
+enum { NN_ALGO_AUTO, NN_ALGO_GEMM, NN_ALGO_FAST };
+int nn_conv_op_run_fwd(opf_case *c, int algo);
+int nn_conv_op_run_bwd(opf_case *c, int algo);
 int nn_conv_op_reference(opf_case *c);
 double nn_conv_op_flops(const opf_case *c, opf_pass p);
 #define NN_CONV_OP_HOOKS                                                                       \

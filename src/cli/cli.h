@@ -93,6 +93,9 @@ int cli_plugin_load(const char *path);
 /* --impl LIST (native, unfused, materialize, all, a plugin's implementation name) as a mask of 1 << id;
  * prints the usage error and returns 2 for an unknown name. */
 int cli_impls_parse(const char *list, unsigned *mask);
+/* The mask without --impl: every implementation but the built-in alternatives (OPPERF_IMPL,
+ * e.g. conv2d's im2col), which run only when named or with all. */
+unsigned cli_impls_default(void);
 /* The implementations of op a run with mask measures (op's own kernels when none applies). */
 unsigned cli_impls_for(const opf_op *op, unsigned mask);
 

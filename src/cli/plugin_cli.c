@@ -1,7 +1,7 @@
 /* plugin_cli.c: --plugin PATH for run, sweep, list and describe (loads the library through
  * src/plugin.c and prints its one-line error), and --impl LIST over every implementation
- * name: native, unfused (fused operators), materialize (operators with gradient views) and
- * those plugins register. */
+ * name: native, unfused (fused operators), materialize (operators with gradient views), the
+ * built-in alternatives (OPPERF_IMPL) and those plugins register. */
 #include <stdio.h>
 #include <string.h>
 
@@ -26,7 +26,7 @@ int cli_impls_parse(const char *list, unsigned *mask) {
     } else if (id >= 0) {
       *mask |= 1u << id;
     } else {
-      char names[256] = "native, unfused, materialize";
+      char names[512] = "native, unfused, materialize";
       for (int i = OPF_IMPL_ALT, off = (int)strlen(names); i < opf_impl_count() && off < (int)sizeof names; i++)
         off += snprintf(names + off, sizeof names - (size_t)off, ", %s", opf_impl_name(i));
       return cli_usage_error("unknown implementation '%s' in --impl (use %s or all%s)", t, names,
@@ -34,6 +34,13 @@ int cli_impls_parse(const char *list, unsigned *mask) {
     }
   }
   return 0;
+}
+
+unsigned cli_impls_default(void) {
+  unsigned m = CLI_IMPLS_DEFAULT; /* not materialize */
+  for (int i = OPF_IMPL_ALT; i < opf_impl_count(); i++)
+    if (opf_impl_builtin(i)) m &= ~(1u << i);
+  return m;
 }
 
 unsigned cli_impls_for(const opf_op *op, unsigned mask) {

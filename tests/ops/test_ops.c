@@ -249,10 +249,9 @@ static void check_unfused(const opf_op *op, opf_dtype dt, const char *spec) {
   opf_case_release(&u);
 }
 
-static void test_op(void **state) {
-  const opf_op *op = *state;
-  opf_err e;
-  if (opf_op_validate(op, &e)) fail_msg("%s", e.msg);
+/* The checks of one operator's kernels on its test sets (op may be a built-in alternative
+ * implementation's view of the operator: same descriptor, that implementation's kernels). */
+static int check_sets(const opf_op *op) {
   int n = 0;
   for (int k = 0; k < OPF_MAX_SETS && op->shapes[k].set; k++) {
     if (!in_test_sets(op->shapes[k].set)) continue;
@@ -270,7 +269,23 @@ static void test_op(void **state) {
       if (op->dtypes & OPF_DT_BIT(OPF_F32)) check_grad_views(op, OPF_F32, op->shapes[k].spec);
     }
   }
-  assert_true(n > 0);
+  return n;
+}
+
+static void test_op(void **state) {
+  const opf_op *op = *state;
+  opf_err e;
+  if (opf_op_validate(op, &e)) fail_msg("%s", e.msg);
+  assert_true(check_sets(op) > 0);
+  /* every built-in alternative implementation (OPPERF_IMPL) against the same references */
+  for (int id = OPF_IMPL_ALT; id < opf_impl_count(); id++) {
+    const opf_op *k = opf_impl_kernels(op, id);
+    if (!k || !opf_impl_builtin(id)) continue;
+    opf_op view = *op;
+    view.forward = k->forward;
+    view.backward = k->backward; /* none: the implementation has no backward pass */
+    if (check_sets(&view) == 0) fail_msg("%s: implementation %s checked nothing", op->name, k->name);
+  }
 }
 
 static void test_registry(void **state) {

@@ -193,6 +193,13 @@ static void test_impl_validation(void **state) {
   assert_false(opf_case_has_backward(&c)); /* relu has one, this implementation does not */
   assert_int_equal(opf_impl_find("unfused"), OPF_IMPL_UNFUSED);
   assert_int_equal(opf_impl_find("nothing"), -1);
+  /* The built-in alternatives (OPPERF_IMPL) take the first ids; a plugin's name is not one. */
+  int im2col = opf_impl_find("im2col");
+  assert_true(im2col >= OPF_IMPL_ALT && im2col < id);
+  assert_true(opf_impl_builtin(im2col));
+  assert_non_null(opf_impl_kernels(opf_op_find("conv2d"), im2col));
+  assert_null(opf_impl_kernels(opf_op_find("relu"), im2col));
+  assert_false(opf_impl_builtin(id));
 }
 
 int main(void) {

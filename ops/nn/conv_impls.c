@@ -1,0 +1,32 @@
+/* conv_impls.c: the built-in alternative implementations of the convolutions (--impl), so
+ * each algorithm can be measured beside the default on the same inputs: "im2col" (conv2d:
+ * im2col + GEMM forward, col2im data gradient, the algorithm conv2d had before Winograd),
+ * "winograd" (conv2d and conv2d_transpose: Winograd F(4x4, 3x3) wherever it fits, whatever
+ * the channel counts; elsewhere the phase decomposition (transposed) or the im2col core) and
+ * "col2im" (the transposed convolutions as they were: forward GEMM + col2im, backward
+ * im2col + GEMM). The default (native) picks per case. */
+#include "conv_core.h"
+
+static int gemm_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_GEMM); }
+static int gemm_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_GEMM); }
+static int fast_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_FAST); }
+static int fast_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_FAST); }
+
+#define CONV_IMPL(op, nm, what, f, b)                                                          \
+  {.abi = OPF_OP_ABI, .name = nm, .implements = op, .summary = what, .forward = f, .backward = b}
+
+OPPERF_IMPL(conv2d_im2col) = CONV_IMPL("conv2d", "im2col", "im2col + GEMM, col2im data gradient",
+                                       gemm_fwd, gemm_bwd);
+OPPERF_IMPL(conv2d_winograd) = CONV_IMPL("conv2d", "winograd",
+                                         "Winograd F(4x4,3x3) where it fits (3x3, stride 1, NCHW, "
+                                         "f32), else im2col", fast_fwd, fast_bwd);
+OPPERF_IMPL(conv2d_transpose_winograd) = CONV_IMPL("conv2d_transpose", "winograd",
+                                                   "Winograd F(4x4,3x3) where it fits (3x3, stride "
+                                                   "1), else the phase decomposition or col2im",
+                                                   fast_fwd, fast_bwd);
+OPPERF_IMPL(conv1d_transpose_col2im) = CONV_IMPL("conv1d_transpose", "col2im",
+                                                 "GEMM + col2im forward", gemm_fwd, gemm_bwd);
+OPPERF_IMPL(conv2d_transpose_col2im) = CONV_IMPL("conv2d_transpose", "col2im",
+                                                 "GEMM + col2im forward", gemm_fwd, gemm_bwd);
+OPPERF_IMPL(conv3d_transpose_col2im) = CONV_IMPL("conv3d_transpose", "col2im",
+                                                 "GEMM + col2im forward", gemm_fwd, gemm_bwd);
