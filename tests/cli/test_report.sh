@@ -91,9 +91,11 @@ for c, r in zip(cases, src["results"]):
     assert ("td" in c) == ("topdown" in r)
     if "topdown" in r:
         td, rt = c["td"], r["topdown"]
-        assert S[td["model"]] == rt["model"] and td["available"] == rt["available"], (td, rt)
+        assert td["available"] == rt["available"], (td, rt)
         assert td["available"] or S[td["reason"]] == rt["reason"]
-        assert d["run"]["td_models"][rt["model"]]["formula"] == rt["formula"]
+        if "model" in rt:  # absent where no counter opens at all (qemu-user: ENOSYS)
+            assert S[td["model"]] == rt["model"], (td, rt)
+            assert d["run"]["td_models"][rt["model"]]["formula"] == rt["formula"]
 m = d["run"]["context"]["machine"]
 assert m["peak_flops"]["float32"][0] > 0 and m["bandwidth"][0] > 0, m
 assert any("peer" in c and c["peer"].get("ratio", 0) > 0 for c in cases), "no peer ratio"

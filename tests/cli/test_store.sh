@@ -96,7 +96,8 @@ for i in $(seq -w 0 11); do imports+=(--import "$tmp/step$i.json"); done
 "$OPPERF" history --store "$tmp/step.db" --changes >"$tmp/ch" 2>"$tmp/err" || fail "--changes: $(cat "$tmp/err")"
 grep -q 'from run 7 (2026-01-07T00:00:00Z, commit commit06' "$tmp/ch" || fail "step at run 7: $(cat "$tmp/ch")"
 grep -q '+3[01]% time' "$tmp/ch" || fail "+30% time: $(cat "$tmp/ch")"
-grep -q '+3[01]% task-clock' "$tmp/ch" || fail "task-clock moved with it: $(cat "$tmp/ch")"
+# (no counter counts where perf_event_open does not exist: qemu-user)
+[ "$no_perf" = 1 ] || grep -q '+3[01]% task-clock' "$tmp/ch" || fail "task-clock moved with it: $(cat "$tmp/ch")"
 grep -q '^1 change point' "$tmp/ch" || fail "exactly one change point: $(cat "$tmp/ch")"
 "$OPPERF" history --store "$tmp/step.db" 'relu*' >"$tmp/trend" 2>&1
 grep -q '<- +3[01]% time' "$tmp/trend" || fail "the trend marks the step: $(cat "$tmp/trend")"
