@@ -793,7 +793,8 @@ int cmd_run(int argc, char **argv) {
         cli_isolate_run(srv, i, &c->c, c->set, passes, np, o.timeout, pmu, &cli_stop_requested, into);
       } else {
         for (int k = 0; k < np; k++) {
-          opf_session_measure(ses, &c->c, c->set, passes[k], &into[k]);
+          /* post-processed below, once, with the isolated and merged results */
+          opf_measure(ss, &c->c, c->set, passes[k], pmu, &into[k]);
           /* callgrind child: this pass's dumps, before the next pass (bwd after fwd) makes its own */
           cli_backend_result(&bk, &into[k]);
           cli_profile_attach(&o.prof, &into[k]);
