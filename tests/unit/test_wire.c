@@ -65,6 +65,13 @@ static void fill(opf_result *r) {
   r->folded_len = strlen(r->folded);
 }
 
+/* a filled result and its message (the set-up of most tests here) */
+static void encode_filled(opf_result *a, char **buf, size_t *len) {
+  opf_err e;
+  fill(a);
+  assert_int_equal(opf_wire_encode(a, buf, len, &e), OPF_OK);
+}
+
 static void test_round_trip(void **state) {
   (void)state;
   opf_result a, b;
@@ -138,11 +145,10 @@ static char *with_field(const char *m, size_t len, uint16_t tag, const void *v, 
 static void test_unknown_field_skipped(void **state) {
   (void)state;
   opf_result a, b;
-  fill(&a);
   char *buf;
   size_t len;
   opf_err e;
-  assert_int_equal(opf_wire_encode(&a, &buf, &len, &e), OPF_OK);
+  encode_filled(&a, &buf, &len);
   int zero = 0;
   size_t ml;
   char *m = with_field(buf, len, 999, &zero, sizeof zero, &ml);
@@ -158,11 +164,10 @@ static void test_unknown_field_skipped(void **state) {
 static void test_damaged(void **state) {
   (void)state;
   opf_result a, b;
-  fill(&a);
   char *buf;
   size_t len;
   opf_err e;
-  assert_int_equal(opf_wire_encode(&a, &buf, &len, &e), OPF_OK);
+  encode_filled(&a, &buf, &len);
   /* every truncation */
   for (size_t cut = 0; cut < len; cut++) {
     int rc = opf_wire_decode(buf, cut, &b, NULL, &e);
