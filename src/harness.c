@@ -23,10 +23,10 @@ void opf_settings_default(opf_settings *s) {
   memset(s, 0, sizeof *s);
   s->warmup = 0.05;
   s->warmup_settle = 0.05;
-  s->min_time = 0.05;
+  s->min_time = 0.03;
   s->max_time = 3.0;
   s->ci_target = 0.03;
-  s->ci_time = 0.25;
+  s->ci_time = 0.15;
   s->sample_time = 0.002;
   s->min_runs = 5;
   s->max_runs = 10000;
