@@ -1,5 +1,6 @@
 /* test_tensor.c: dtypes, shape parsing, the tracked allocator's figures and alignment, and
  * reproducibility of generated inputs (same seed -> same bits, whatever the thread count). */
+#include <math.h>
 #include <omp.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -87,6 +88,51 @@ static void fill_with_threads(opf_tensor *t, int threads, uint64_t seed) {
   opf_fill_uniform(t, seed, 3, -1, 1);
 }
 
+/* The definition of the fill (src/rng.c), written out scalar: element k of stream s under seed
+ * S. The library's vectorised, threaded loops must give exactly these values. */
+static uint64_t ref_mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("fp-contract=off"))) /* two roundings, as the definition says */
+#endif
+static double ref_draw(uint64_t seed, uint64_t stream, uint64_t k, double lo, double hi) {
+  uint64_t key = ref_mix(seed * 0x9e3779b97f4a7c15ULL + ref_mix(stream + 0x632be59bd9b4e019ULL));
+  uint64_t x = ref_mix(key ^ ref_mix(k + 0x9e3779b97f4a7c15ULL));
+  return lo + (hi - lo) * ((double)(x >> 11) * 0x1.0p-53);
+}
+
+static void test_fill_matches_definition(void **state) {
+  (void)state;
+  const opf_dtype dts[] = {OPF_F32, OPF_F64, OPF_I32, OPF_I64, OPF_BOOL};
+  int64_t shape[1] = {200003}; /* threaded, and not a multiple of any vector width */
+  for (int threads = 1; threads <= 3; threads += 2)
+    for (size_t i = 0; i < sizeof dts / sizeof *dts; i++) {
+      opf_tensor t;
+      opf_err e;
+      opf_tensor_set_shape(&t, dts[i], 1, shape);
+      assert_int_equal(opf_tensor_alloc(&t, &e), 0);
+      omp_set_num_threads(threads);
+      const double lo = dts[i] == OPF_BOOL ? -1 : -3, hi = dts[i] == OPF_BOOL ? 1 : 7;
+      opf_fill_uniform(&t, 42, 5, dts[i] == OPF_BOOL ? 0 : lo, dts[i] == OPF_BOOL ? 0 : hi);
+      int64_t bad = -1;
+      for (int64_t k = 0; k < shape[0] && bad < 0; k++) {
+        double v = ref_draw(42, 5, (uint64_t)k, lo, hi);
+        switch (dts[i]) {
+        case OPF_F32: bad = ((float *)t.data)[k] == (float)v ? -1 : k; break;
+        case OPF_F64: bad = ((double *)t.data)[k] == v ? -1 : k; break;
+        case OPF_I32: bad = ((int32_t *)t.data)[k] == (int32_t)floor(v) ? -1 : k; break;
+        case OPF_I64: bad = ((int64_t *)t.data)[k] == (int64_t)floor(v) ? -1 : k; break;
+        default: bad = ((uint8_t *)t.data)[k] == (v > 0) ? -1 : k; break;
+        }
+      }
+      assert_int_equal(bad, -1);
+      opf_tensor_free(&t);
+    }
+}
+
 static void test_rng_reproducible(void **state) {
   (void)state;
   int64_t shape[1] = {200000}; /* above the fill's threading threshold */
@@ -130,6 +176,6 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dtypes), cmocka_unit_test(test_shape_parse),
       cmocka_unit_test(test_overflow), cmocka_unit_test(test_allocator),
-      cmocka_unit_test(test_rng_reproducible)};
+      cmocka_unit_test(test_rng_reproducible), cmocka_unit_test(test_fill_matches_definition)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
