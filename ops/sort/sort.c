@@ -18,7 +18,7 @@ static void sort_values_line(const sort_ctx *s, const opf_case *c, const opf_rge
   const opf_dtype dt = c->dtype;
   void *y = c->out[0].data;
   const int64_t n = g->n, base = srt_at(g, l, 0), st = g->inner;
-  if (!srt_wide(dt) && n > SRT_BIG) { /* long line: key << 32 words, threaded MSD + LSD */
+  if (!srt_wide(dt) && n > SRT_BIG && !srt_long_vec()) { /* long line: key << 32 words, threaded MSD + LSD */
     uint64_t *a = slot, *t = a + n;
     srt_keys(c->in[0].data, dt, base, st, n, s->desc, 1, NULL, a);
     srt_radix64_big(a, t, n, 32);

@@ -18,4 +18,9 @@ int srt_vsort_ok(void);
 int srt_vsort64(uint64_t *a, uint64_t *tmp, int64_t n);
 int srt_vsort32(uint32_t *a, uint32_t *tmp, int64_t n);
 
+/* Sort pairs (k[i], v[i]) by key, equal keys by v ascending (with v[i] = i: a stable sort),
+ * in place; tk, tv (n words each) are scratch. Return 1 when sorted, 0 when the CPU lacks
+ * AVX-512F/VL (k and v are then untouched). */
+int srt_vsort_kv(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n);
+
 #endif
