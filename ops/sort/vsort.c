@@ -15,6 +15,11 @@
 #define VS_T __attribute__((target("avx512f,popcnt")))
 #define VS_I __attribute__((target("avx512f,popcnt"), always_inline)) static inline
 
+/* log2 of a power of two up to 256 (a constant once inlined) */
+VS_I int vs_log2(int n) {
+  return n >= 256 ? 8 : n >= 128 ? 7 : n >= 64 ? 6 : n >= 32 ? 5 : n >= 16 ? 4 : n >= 8 ? 3 : n >= 4 ? 2 : 1;
+}
+
 /* Vectors per partition step (read from one side, then put). */
 #define VS_U 4
 
@@ -97,8 +102,9 @@ VS_I __m512i w32_swz(__m512i v, int x) {
   /* Bitonic sort of R registers (R * V keys) into ascending order: for each block size k a   \
    * flip stage (key e against e ^ (k-1)), then half-cleaners at k/4 .. 1; all ascending. */   \
   VS_I void W##_net(__m512i *v, const int R) {                                                \
-    const int N = R * V;                                                                      \
-    _Pragma("GCC unroll 16") for (int k = 2; k <= N; k *= 2) {                                \
+    const int LN = vs_log2(R * V); /* (counted loops: GCC unrolls them, x stays constant) */  \
+    _Pragma("GCC unroll 16") for (int lk = 1; lk <= LN; lk++) {                               \
+      const int k = 1 << lk;                                                                  \
       if (k <= V) {                                                                           \
         _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) v[r] = W##_cx(v[r], k - 1, vs_upper(k / 2)); \
       } else {                                                                                \
@@ -113,7 +119,8 @@ VS_I __m512i w32_swz(__m512i v, int x) {
           }                                                                                   \
         }                                                                                     \
       }                                                                                       \
-      _Pragma("GCC unroll 16") for (int d = k / 4; d >= 1; d /= 2) {                          \
+      _Pragma("GCC unroll 16") for (int ld = lk - 2; ld >= 0; ld--) {                         \
+        const int d = 1 << ld;                                                                \
         if (d >= V) {                                                                         \
           const int dr = d / V;                                                               \
           _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                              \
@@ -241,6 +248,10 @@ VS_DEF(w32, uint32_t, 16, srt_radix32)
 #define KV_T __attribute__((target("avx512f,avx512vl,popcnt")))
 #define KV_I __attribute__((target("avx512f,avx512vl,popcnt"), always_inline)) static inline
 
+/* Leaves of the quicksort: 64 pairs (8 registers of keys and 8 of indices); 16 registers of
+ * each would spill (measured: 128-pair leaves cost 3 times as much per pair as 64). */
+#define KV_LEAF 64
+
 typedef struct kv_v {
   __m512i k;
   __m256i i;
@@ -249,47 +260,63 @@ typedef struct kv_v {
 KV_I __m256i kv_xidx32(int x) {
   return _mm256_xor_si256(_mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0), _mm256_set1_epi32(x));
 }
-/* compare-exchange of each lane with lane ^ x: lanes in um keep the larger key (ties keep
- * their own pair, on both sides alike) */
-KV_I kv_v kv_cx(kv_v v, int x, uint32_t um) {
-  const __m512i o = w64_swz(v.k, x);
-  const __m256i oi = _mm256_permutexvar_epi32(kv_xidx32(x), v.i);
-  const __mmask8 take = (__mmask8)((um & _mm512_cmpgt_epu64_mask(o, v.k)) |
-                                   (~um & _mm512_cmplt_epu64_mask(o, v.k)));
-  return (kv_v){_mm512_mask_mov_epi64(v.k, take, o), _mm256_mask_mov_epi32(v.i, take, oi)};
+/* The indices' lane e ^ x (the lanes of w64_swz): in-lane shuffles where they can. */
+KV_I __m256i kv_swz32(__m256i v, int x) {
+  switch (x) {
+  case 1: return _mm256_shuffle_epi32(v, 0xB1);
+  case 2: return _mm256_shuffle_epi32(v, 0x4E);
+  case 3: return _mm256_shuffle_epi32(v, 0x1B);
+  case 4: return _mm256_shuffle_i32x4(v, v, 1);
+  default: return _mm256_permutexvar_epi32(kv_xidx32(x), v);
+  }
 }
-/* a gets the smaller key of each lane pair, b the larger */
-KV_I void kv_mm(kv_v *a, kv_v *b) {
-  const __mmask8 m = _mm512_cmpgt_epu64_mask(a->k, b->k);
-  const kv_v x = *a;
-  a->k = _mm512_mask_mov_epi64(a->k, m, b->k), a->i = _mm256_mask_mov_epi32(a->i, m, b->i);
-  b->k = _mm512_mask_mov_epi64(b->k, m, x.k), b->i = _mm256_mask_mov_epi32(b->i, m, x.i);
+/* compare-exchange of each lane of (*k, *i) with lane ^ x: lanes in um keep the larger key. A
+ * lane takes its partner's index exactly when its key changed (ties keep their own pair on
+ * both sides). */
+KV_I void kv_cx(__m512i *k, __m256i *i, int x, uint32_t um) {
+  const __m512i o = w64_swz(*k, x);
+  const __m512i nk = _mm512_mask_max_epu64(_mm512_min_epu64(*k, o), (__mmask8)um, *k, o);
+  const __mmask8 take = _mm512_cmpneq_epu64_mask(nk, *k);
+  *i = _mm256_mask_mov_epi32(*i, take, kv_swz32(*i, x));
+  *k = nk;
 }
-KV_I kv_v kv_rev(kv_v v) { return (kv_v){w64_swz(v.k, 7), _mm256_permutexvar_epi32(kv_xidx32(7), v.i)}; }
+/* pair a gets the smaller key of each lane, pair b the larger */
+KV_I void kv_mm(__m512i *ka, __m256i *ia, __m512i *kb, __m256i *ib) {
+  const __mmask8 m = _mm512_cmpgt_epu64_mask(*ka, *kb);
+  const __m512i k0 = *ka;
+  const __m256i i0 = *ia;
+  *ka = _mm512_mask_mov_epi64(*ka, m, *kb), *ia = _mm256_mask_mov_epi32(*ia, m, *ib);
+  *kb = _mm512_mask_mov_epi64(*kb, m, k0), *ib = _mm256_mask_mov_epi32(*ib, m, i0);
+}
 
-/* The bitonic network of w64_net on pairs. */
-KV_I void kv_net(kv_v *v, const int R) {
-  const int N = R * 8;
-  _Pragma("GCC unroll 16") for (int k = 2; k <= N; k *= 2) {
+/* The bitonic network of w64_net on pairs: keys K[0..R), indices I[0..R) (R <= 8: 16 would
+ * spill). */
+KV_I void kv_net(__m512i *K, __m256i *I, const int R) {
+  const int LN = vs_log2(R * 8);
+  _Pragma("GCC unroll 16") for (int lk = 1; lk <= LN; lk++) {
+    const int k = 1 << lk;
     if (k <= 8) {
-      _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) v[r] = kv_cx(v[r], k - 1, vs_upper(k / 2));
+      _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) kv_cx(&K[r], &I[r], k - 1, vs_upper(k / 2));
     } else {
       const int kr = k / 8;
       _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {
         const int p = r ^ (kr - 1);
         if (p > r) {
-          kv_v y = kv_rev(v[p]);
-          kv_mm(&v[r], &y);
-          v[p] = kv_rev(y);
+          __m512i yk = w64_swz(K[p], 7);
+          __m256i yi = kv_swz32(I[p], 7);
+          kv_mm(&K[r], &I[r], &yk, &yi);
+          K[p] = w64_swz(yk, 7), I[p] = kv_swz32(yi, 7);
         }
       }
     }
-    _Pragma("GCC unroll 16") for (int d = k / 4; d >= 1; d /= 2) {
+    _Pragma("GCC unroll 16") for (int ld = lk - 2; ld >= 0; ld--) {
+      const int d = 1 << ld;
       if (d >= 8) {
         const int dr = d / 8;
-        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) if (!(r & dr)) kv_mm(&v[r], &v[r | dr]);
+        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)
+          if (!(r & dr)) kv_mm(&K[r], &I[r], &K[r | dr], &I[r | dr]);
       } else {
-        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) v[r] = kv_cx(v[r], d, vs_upper(d));
+        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) kv_cx(&K[r], &I[r], d, vs_upper(d));
       }
     }
   }
@@ -297,17 +324,18 @@ KV_I void kv_net(kv_v *v, const int R) {
 /* Padding lanes get the largest key; the caller keeps that key out of the array, so no real
  * pair ties with a pad (a tie could store a pad's index). */
 KV_I void kv_netn(uint64_t *k, uint32_t *ix, int64_t n, const int R) {
-  kv_v v[16];
+  __m512i K[8];
+  __m256i I[8];
   _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {
     const __mmask8 m = (__mmask8)w64_lanes(n - r * 8);
-    v[r].k = _mm512_mask_loadu_epi64(_mm512_set1_epi64(-1), m, k + r * 8);
-    v[r].i = _mm256_maskz_loadu_epi32(m, ix + r * 8);
+    K[r] = _mm512_mask_loadu_epi64(_mm512_set1_epi64(-1), m, k + r * 8);
+    I[r] = _mm256_maskz_loadu_epi32(m, ix + r * 8);
   }
-  kv_net(v, R);
+  kv_net(K, I, R);
   _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {
     const __mmask8 m = (__mmask8)w64_lanes(n - r * 8);
-    _mm512_mask_storeu_epi64(k + r * 8, m, v[r].k);
-    _mm256_mask_storeu_epi32(ix + r * 8, m, v[r].i);
+    _mm512_mask_storeu_epi64(k + r * 8, m, K[r]);
+    _mm256_mask_storeu_epi32(ix + r * 8, m, I[r]);
   }
 }
 KV_T static void kv_small(uint64_t *k, uint32_t *ix, int64_t n) {
@@ -315,8 +343,7 @@ KV_T static void kv_small(uint64_t *k, uint32_t *ix, int64_t n) {
   if (n <= 8) kv_netn(k, ix, n, 1);
   else if (n <= 16) kv_netn(k, ix, n, 2);
   else if (n <= 32) kv_netn(k, ix, n, 4);
-  else if (n <= 64) kv_netn(k, ix, n, 8);
-  else kv_netn(k, ix, n, 16);
+  else kv_netn(k, ix, n, 8);
 }
 /* w64_put on pairs */
 KV_I void kv_put(uint64_t *k, uint32_t *ix, kv_v x, __m512i P, uint32_t m, int64_t *lw, int64_t *rw) {
@@ -375,7 +402,7 @@ KV_T static int64_t kv_part(uint64_t *k, uint32_t *ix, int64_t n, uint64_t piv, 
   return lw;
 }
 KV_T static void kv_qsort(uint64_t *k, uint32_t *ix, uint64_t *tk, uint32_t *tv, int64_t n, int depth) {
-  while (n > 128) {
+  while (n > KV_LEAF) {
     if (depth-- <= 0) { /* bad pivots: the radix sort finishes this range */
       uint64_t *rk = k;
       uint32_t *rv = ix;
