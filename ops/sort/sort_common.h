@@ -244,7 +244,9 @@ static inline void srt_ins_kv(uint64_t *k, uint32_t *v, int64_t n) {
  * Beyond SRT_BIG the threaded radix sort is kept when threads are available (srt_long_vec).
  * bit0: 32 for packed words, 0 for 64-bit keys. Returns the buffer holding the sorted words
  * (a or t). ---- */
-#define SRT_VEC64 2048 /* packed words */
+#define SRT_VEC64 16384 /* packed words (interleaved 1-thread runs, ns a word, vector/radix:
+                          * 2048: 4.5-5.5/7.9-9.0, 8192: 6.2-7.0/7.4-8.0, 32768: 8.1-8.4/7.3-8.2,
+                          * 262144: 9.8-11.6/7.0-8.2, under load 15 on the 2-core VM) */
 
 /* 1 when a line longer than SRT_BIG goes to the (one-thread) vector sort rather than the
  * threaded radix sort: AVX-512 and one thread. */

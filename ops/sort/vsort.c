@@ -1,10 +1,12 @@
-/* vsort.c: AVX-512 sorts of unsigned 32- and 64-bit keys (see vsort.h): bitonic networks over
- * up to 16 registers (256 keys of 32 bits, 128 of 64) for short arrays and quicksort leaves,
- * and a quicksort whose partition compresses each vector into its < pivot and >= pivot lanes
- * (register compress, then one plain and one masked store: the compress-to-memory form is
- * microcoded on AMD Zen 4). Many equal keys: a partition that leaves nothing below the pivot
- * (the pivot is the minimum) is redone at pivot + 1, which sets the run of minima aside; all
- * keys equal ends the range. Recursion deeper than 2 log2(n) finishes with the radix sort. */
+/* vsort.c: AVX-512 sorts of unsigned 32- and 64-bit keys and of 64-bit key + 32-bit index
+ * pairs (see vsort.h): bitonic networks over up to 16 registers (256 keys of 32 bits, 128 of
+ * 64; 64 pairs) for short arrays and quicksort leaves, and a quicksort whose partition
+ * compresses each vector into its < pivot and >= pivot lanes (register compress, then one
+ * plain and one masked store: the compress-to-memory form is microcoded on AMD Zen 4), 4
+ * vectors a step, the pivot the median of a sorted sample. Many equal keys: a partition that
+ * leaves nothing below the pivot (the pivot is the minimum) is redone at pivot + 1, which sets
+ * the run of minima aside; all keys equal ends the range. Recursion deeper than 2 log2(n)
+ * (bad pivots) finishes with the radix sort. */
 #include "sort/vsort.h"
 
 #include "sort/sort_common.h"

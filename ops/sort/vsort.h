@@ -3,8 +3,9 @@
  * compresses each vector into its two sides (the x86-simd-sort scheme NumPy ships), with a
  * radix-sort fall-back when the recursion runs too deep. Chosen at run time: on CPUs without
  * AVX-512 (and on other architectures) the functions return 0 and the callers keep their
- * portable radix and insertion sorts. Not stable: callers use them where equal keys are equal
- * bit patterns (values) or where every word is distinct (key << 32 | index pairs). */
+ * portable radix and insertion sorts. srt_vsort64/32 are not stable: callers use them where
+ * equal keys are equal bit patterns (values) or where every word is distinct (key << 32 |
+ * index pairs); srt_vsort_kv puts equal keys in index order. */
 #ifndef OPPERF_OPS_VSORT_H
 #define OPPERF_OPS_VSORT_H
 

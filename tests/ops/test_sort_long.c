@@ -1,6 +1,6 @@
 /* test_sort_long.c: sort and argsort on long lines against their references (stable merge
  * sorts), for every dtype the vector and radix sorts serve, ascending and descending: lengths
- * around the thresholds between them (SRT_VEC64 = 2048 packed words, SRT_BIG = 65536) and up to
+ * around the thresholds between them (SRT_VEC64 = 16384 packed words, SRT_BIG = 65536) and up to
  * 200000, with heavy duplicates, all keys equal, sorted and reverse-sorted input, and NaN, inf
  * and -0.0 mixed in; long lines with one thread (the vector sorts) and two (the
  * threaded radix sort). Sorted values must match exactly, argsort indices exactly (both are
@@ -81,8 +81,8 @@ static void run_all(const char *const *specs, size_t ns, int threads) {
 /* Around the packed-word threshold and the vector quicksort's first partitions. */
 static void test_mid(void **state) {
   (void)state;
-  static const char *const specs[] = {"x=1x129", "x=2x2047", "x=1x2048 descending=true",
-                                      "x=1x2049", "x=3x5000 descending=true", "x=4100x2 axis=0"};
+  static const char *const specs[] = {"x=1x129", "x=2x2047", "x=1x16384 descending=true",
+                                      "x=1x16385", "x=3x5000 descending=true", "x=4100x2 axis=0"};
   run_all(specs, sizeof specs / sizeof *specs, 1);
 }
 
