@@ -412,7 +412,7 @@ static inline uint64_t *srt_line_pairs(const opf_case *c, const opf_rgeom *g, in
   uint32_t *v = (uint32_t *)(t8 + n), *tv = v + n;
   srt_keys(c->in[0].data, dt, base, g->inner, n, desc, 0, NULL, k8);
   for (int64_t k = 0; k < n; k++) v[k] = (uint32_t)k;
-  const int vec = n > SRT_TINY && srt_vsort_kv(k8, v, t8, tv, n); /* stable: ties by index */
+  const int vec = n > 1 && srt_vsort_kv(k8, v, t8, tv, n); /* stable: ties by index */
   if (!vec && n <= SRT_SMALL) srt_ins_kv(k8, v, n);
   else if (!vec) srt_radix_kv(&k8, &v, t8, tv, n);
   *kk = k8, *vv = v;
