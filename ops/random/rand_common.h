@@ -147,26 +147,6 @@ VM_INLINE double rc_gamma_attempt(const rc_gamma *g, uint64_t key, int64_t k, in
   return g->d * v;
 }
 
-/* The first RC_GAMMA_VTRIES attempts in vector lanes (each rejects under 5%; a second one in
- * the lanes costs more than the scalar sampler saves, measured): *ok when one accepted, and
- * the value is then what rc_gamma_draw computes, up to the math library.
- * boost (alpha < 1) is a separate constant so that callers instantiate one loop per case. */
-#define RC_GAMMA_VTRIES 1
-VM_INLINE double rc_gamma_try(const rc_gamma *g, uint64_t key, int64_t k, int j0, int boost, int64_t *ok) {
-  double res = g->d;
-  int64_t acc = 0;
-#pragma GCC unroll 4 /* a nested loop would block the vectorisation of the caller's */
-  for (int i = 0; i < RC_GAMMA_VTRIES; i++) {
-    int64_t a;
-    double x = rc_gamma_attempt(g, key, k, j0 + 3 * i, &a);
-    res = vm_seld(vm_mask64(acc), res, x); /* the first accepted attempt wins */
-    acc |= a;
-  }
-  *ok = acc;
-  if (boost) res *= vm_exp(vm_log(rc_u01o(rc_bits(key, k, j0 + RC_GAMMA_BOOST))) / g->alpha);
-  return res;
-}
-
 /* ---- poisson(lam): inversion by sequential search below RC_PTRS_MIN (one uniform, draw j0;
  * capped at RC_POIS_KMAX, beyond any double-precision tail for lam < 10), PTRS (Hoermann 1993,
  * as in NumPy) above it: attempt i draws j0 + 2i and j0 + 2i + 1. ---- */

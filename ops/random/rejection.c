@@ -31,21 +31,62 @@ static void rj_gen(const rc_ctx *g, rj_fill_fn fill, double scale, int64_t lo, i
   }
 
 /* ---- gamma(alpha, scale) ---- */
-/* Vector attempts for a block; ok[i] when one was accepted. */
+/* Attempt 0 (draws 0..2) up to the squeeze u < 1 - 0.0331 z^4, which accepts most elements
+ * (alpha=2: about 93%) without the two logarithms of the full test; ok when it did. alpha < 1
+ * (boost) multiplies by u^(1/alpha) from draw RC_GAMMA_BOOST. */
+VM_INLINE double gamma_squeeze1(const rc_gamma *gm, uint64_t key, int64_t k, int boost, int64_t *ok) {
+  double s, cs, u1 = rc_u01o(rc_bits(key, k, 0)), u2 = rc_u01(rc_bits(key, k, 1));
+  rc_sincos2pi(u2, &s, &cs);
+  const double z = rc_sqrt(-2.0 * vm_log(u1)) * cs, t = 1.0 + gm->c * z;
+  const double v = t * t * t, u = rc_u01o(rc_bits(key, k, 2));
+  *ok = (t > 0) & (u < 1.0 - 0.0331 * (z * z) * (z * z));
+  double res = gm->d * v;
+  if (boost) res *= vm_exp(vm_log(rc_u01o(rc_bits(key, k, RC_GAMMA_BOOST))) / gm->alpha);
+  return res;
+}
 OPF_VEC static void gamma_try_block(const rc_gamma *restrict gm, uint64_t key, int64_t k0,
                                     int64_t n, double *restrict v, int64_t *restrict ok) {
   if (gm->alpha < 1)
-    for (int64_t i = 0; i < n; i++) v[i] = rc_gamma_try(gm, key, k0 + i, 0, 1, &ok[i]);
+    for (int64_t i = 0; i < n; i++) v[i] = gamma_squeeze1(gm, key, k0 + i, 1, &ok[i]);
   else
-    for (int64_t i = 0; i < n; i++) v[i] = rc_gamma_try(gm, key, k0 + i, 0, 0, &ok[i]);
+    for (int64_t i = 0; i < n; i++) v[i] = gamma_squeeze1(gm, key, k0 + i, 0, &ok[i]);
 }
 
-/* Standard gamma samples (aux: the rc_gamma): vector attempts, scalar rest. */
+/* Attempts 0 (the full test), 1 and 2 in vector lanes for the m elements k[t] the squeeze did
+ * not accept, gathered by the caller: ok[t] when one accepted (the first wins, as in
+ * rc_gamma_draw). */
+VM_INLINE double gamma_retry1(const rc_gamma *gm, uint64_t key, int64_t k, int boost, int64_t *ok) {
+  int64_t a0, a1, a2;
+  const double x0 = rc_gamma_attempt(gm, key, k, 0, &a0), x1 = rc_gamma_attempt(gm, key, k, 3, &a1),
+               x2 = rc_gamma_attempt(gm, key, k, 6, &a2);
+  double res = vm_seld(vm_mask64(a0), x0, vm_seld(vm_mask64(a1), x1, x2));
+  *ok = a0 | a1 | a2;
+  if (boost) res *= vm_exp(vm_log(rc_u01o(rc_bits(key, k, RC_GAMMA_BOOST))) / gm->alpha);
+  return res;
+}
+OPF_VEC static void gamma_retry_block(const rc_gamma *restrict gm, uint64_t key,
+                                      const int64_t *restrict k, int64_t m, double *restrict v,
+                                      int64_t *restrict ok) {
+  if (gm->alpha < 1)
+    for (int64_t t = 0; t < m; t++) v[t] = gamma_retry1(gm, key, k[t], 1, &ok[t]);
+  else
+    for (int64_t t = 0; t < m; t++) v[t] = gamma_retry1(gm, key, k[t], 0, &ok[t]);
+}
+
+/* Standard gamma samples (aux: the rc_gamma): the squeeze of attempt 0 for every element in
+ * vector lanes, then for the rest (gathered) the full attempts 0 to 2 in vector lanes, and the
+ * scalar sampler for what remains (about 1e-4 of the elements). */
 static void gamma_fill(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, double *v) {
-  int64_t ok[RJ_BLOCK]; /* lane-wide flags: int would split the loop (mixed widths) */
+  int64_t ok[RJ_BLOCK], kb[RJ_BLOCK], at[RJ_BLOCK], m = 0; /* lane-wide flags: int would split
+                                                              the loop (mixed widths) */
+  double vb[RJ_BLOCK];
   gamma_try_block(g->aux, g->key, k0, n, v, ok);
   for (int64_t i = 0; i < n; i++)
-    if (!ok[i]) v[i] = rc_gamma_draw(g->aux, r, k0 + i, 0);
+    if (!ok[i]) kb[m] = k0 + i, at[m++] = i;
+  if (!m) return;
+  gamma_retry_block(g->aux, g->key, kb, m, vb, ok);
+  for (int64_t t = 0; t < m; t++)
+    v[at[t]] = ok[t] ? vb[t] : rc_gamma_draw(g->aux, r, kb[t], 0);
 }
 RJ_GEN(gamma, g->b)
 
@@ -113,17 +154,44 @@ OPF_VEC static void pois_ptrs_block(const rc_ptrs *restrict p, uint64_t key, int
   for (int64_t i = 0; i < n; i++) v[i] = rc_ptrs_try(&pv, key, k0 + i, 0, &ok[i]);
 }
 
-/* a = lam, aux = the pois_tab */
+/* PTRS attempts 2 and 3 (draws 4..7) in vector lanes for the m elements k[t] the first two
+ * rejected, gathered by the caller; ok[t] when one accepted (the first wins). */
+OPF_VEC static void pois_ptrs_retry_block(const rc_ptrs *restrict p, uint64_t key,
+                                          const int64_t *restrict k, int64_t m,
+                                          double *restrict v, int64_t *restrict ok) {
+  const rc_ptrs pv = *p;
+  for (int64_t t = 0; t < m; t++) {
+    double res = 0;
+    int64_t acc = 0;
+#pragma GCC unroll 2
+    for (int i = 2; i < 4; i++) {
+      const double U = rc_u01o(rc_bits(key, k[t], 2 * i)) - 0.5, V = rc_u01(rc_bits(key, k[t], 2 * i + 1));
+      int64_t a;
+      const double x = RC_PTRS_ATTEMPT(&pv, U, V, &a, rc_floor, vm_log, rc_logfact);
+      res = vm_seld(vm_mask64(acc), res, x);
+      acc |= a;
+    }
+    v[t] = res, ok[t] = acc;
+  }
+}
+
+/* a = lam, aux = the pois_tab. PTRS: two vector attempts for every element, two more in
+ * vector lanes for the rejected ones (about 2%), gathered, the scalar sampler for the rest. */
 static void poisson_fill(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, double *v) {
   const pois_tab *t = g->aux;
-  int64_t ok[RJ_BLOCK];
+  int64_t ok[RJ_BLOCK], kb[RJ_BLOCK], at[RJ_BLOCK], m = 0;
+  double vb[RJ_BLOCK];
   if (g->a < RC_PTRS_MIN) {
     pois_invert_block(t, g->key, k0, n, v);
     return;
   }
   pois_ptrs_block(&t->ptrs, g->key, k0, n, v, ok);
   for (int64_t i = 0; i < n; i++)
-    if (!ok[i]) v[i] = rc_poisson_draw(g->a, r, k0 + i, 0);
+    if (!ok[i]) kb[m] = k0 + i, at[m++] = i;
+  if (!m) return;
+  pois_ptrs_retry_block(&t->ptrs, g->key, kb, m, vb, ok);
+  for (int64_t q = 0; q < m; q++)
+    v[at[q]] = ok[q] ? vb[q] : rc_poisson_draw(g->a, r, kb[q], 0);
 }
 RJ_GEN(poisson, 1.0)
 

@@ -1,7 +1,8 @@
 /* sort.c: sort and argsort along an axis (or the flattened input), ascending or descending,
  * and sort's backward (the gradient permuted back through the permutation the forward keeps in
  * the workspace). Lines are sorted as order-preserving unsigned keys (sort_common.h): AVX-512
- * networks and quicksort for short lines, LSD radix with skipped constant digits for long ones
+ * networks and quicksort (all lengths for 8-byte dtypes and 4-byte values, up to SRT_VEC64 for
+ * key << 32 | index words), LSD radix with skipped constant digits beyond and without AVX-512
  * (argsort of 4-byte dtypes sorts key << 32 | index words, so indices travel free and equal
  * keys stay in index order whatever the sort); lines go to threads whole, each with its own
  * workspace slot. */
@@ -18,7 +19,7 @@ static void sort_values_line(const sort_ctx *s, const opf_case *c, const opf_rge
   const opf_dtype dt = c->dtype;
   void *y = c->out[0].data;
   const int64_t n = g->n, base = srt_at(g, l, 0), st = g->inner;
-  if (!srt_wide(dt) && n > SRT_BIG) { /* long line: key << 32 words, threaded MSD + LSD */
+  if (!srt_wide(dt) && n > SRT_BIG && !srt_long_vec()) { /* long line: key << 32 words, threaded MSD + LSD */
     uint64_t *a = slot, *t = a + n;
     srt_keys(c->in[0].data, dt, base, st, n, s->desc, 1, NULL, a);
     srt_radix64_big(a, t, n, 32);
@@ -222,7 +223,7 @@ OPPERF_OP(sort) = {
     .abi = OPF_OP_ABI,
     .name = "sort",
     .category = "sort",
-    .summary = "sorted values along an axis (radix sort of order-preserving keys; NaN last)",
+    .summary = "sorted values along an axis (vector quicksort or radix sort of order-preserving keys; NaN last)",
     .dtypes = OPF_DT_ALL,
     .n_in = 1,
     .in = {{.name = "x", .dtype = OPF_DT_CASE, .flags = OPF_IN_DIFF, .lo = -4, .hi = 4}},

@@ -236,29 +236,37 @@ static inline void srt_ins_kv(uint64_t *k, uint32_t *v, int64_t n) {
 }
 
 /* ---- one line of keys, ascending: the vector sorts (vsort.h) where they beat the radix
- * sorts (measured on AMD Zen 5, AVX-512: up to 256 packed key << 32 | index words or 64-bit
- * keys, a network or one partition and networks, 1.4-4.4 ns per word against 5-15 for the
- * radix and insertion sorts; up to 1024 64-bit keys (8 radix passes); up to 1024 32-bit keys: 0.8-3.2 against 3.6-15; longer lines
- * are faster with the radix sort), else the radix sorts (insertion sort for short lines, the
- * threaded MSD + LSD sort beyond SRT_BIG). bit0: 32 for packed words, 0 for 64-bit keys.
- * Returns the buffer holding the sorted words (a or t). ---- */
-#define SRT_VEC64 256   /* packed words */
-#define SRT_VEC64K 1024 /* 64-bit keys (up to 8 radix passes) */
-#define SRT_VEC32 1024
+ * sorts, else the radix sorts (insertion sort for short lines, the threaded MSD + LSD sort
+ * beyond SRT_BIG). Measured on AMD Zen 5 (AVX-512, 1 thread; the quicksort with 4-vector
+ * partition steps and a sorted-sample pivot): 64-bit keys and 32-bit keys are faster with the
+ * vector sort at every length (the radix sort of 64-bit keys takes up to 8 passes); packed
+ * key << 32 | index words (4 radix passes, the index digits skipped) only up to SRT_VEC64.
+ * Beyond SRT_BIG the threaded radix sort is kept when threads are available (srt_long_vec).
+ * bit0: 32 for packed words, 0 for 64-bit keys. Returns the buffer holding the sorted words
+ * (a or t). ---- */
+#define SRT_VEC64 16384 /* packed words (interleaved 1-thread runs, ns a word, vector/radix:
+                          * 2048: 4.5-5.5/7.9-9.0, 8192: 6.2-7.0/7.4-8.0, 32768: 8.1-8.4/7.3-8.2,
+                          * 262144: 9.8-11.6/7.0-8.2, under load 15 on the 2-core VM) */
+
+/* 1 when a line longer than SRT_BIG goes to the (one-thread) vector sort rather than the
+ * threaded radix sort: AVX-512 and one thread. */
+static inline int srt_long_vec(void) { return omp_get_max_threads() == 1 && srt_vsort_ok(); }
+
 static inline uint64_t *srt_sort64(uint64_t *restrict a, uint64_t *restrict t, int64_t n, int bit0) {
-  if (n <= (bit0 ? SRT_VEC64 : SRT_VEC64K) && srt_vsort64(a, t, n)) return a;
+  if (n <= (bit0 ? SRT_VEC64 : SRT_BIG) && srt_vsort64(a, t, n)) return a;
   if (n <= SRT_SMALL) {
     srt_ins64(a, n);
     return a;
   }
   if (n > SRT_BIG) {
+    if (!bit0 && srt_long_vec() && srt_vsort64(a, t, n)) return a;
     srt_radix64_big(a, t, n, bit0);
     return a;
   }
   return srt_radix64(a, t, n, bit0);
 }
 static inline uint32_t *srt_sort32(uint32_t *restrict a, uint32_t *restrict t, int64_t n) {
-  if (n <= SRT_VEC32 && srt_vsort32(a, t, n)) return a;
+  if (srt_vsort32(a, t, n)) return a;
   if (n <= SRT_SMALL) {
     srt_ins32(a, n);
     return a;
@@ -404,8 +412,9 @@ static inline uint64_t *srt_line_pairs(const opf_case *c, const opf_rgeom *g, in
   uint32_t *v = (uint32_t *)(t8 + n), *tv = v + n;
   srt_keys(c->in[0].data, dt, base, g->inner, n, desc, 0, NULL, k8);
   for (int64_t k = 0; k < n; k++) v[k] = (uint32_t)k;
-  if (n <= SRT_SMALL) srt_ins_kv(k8, v, n);
-  else srt_radix_kv(&k8, &v, t8, tv, n);
+  const int vec = n > 1 && srt_vsort_kv(k8, v, t8, tv, n); /* stable: ties by index */
+  if (!vec && n <= SRT_SMALL) srt_ins_kv(k8, v, n);
+  else if (!vec) srt_radix_kv(&k8, &v, t8, tv, n);
   *kk = k8, *vv = v;
   return NULL;
 }

@@ -11,7 +11,7 @@ static int unique_forward(opf_case *c) {
   const void *x = c->in[0].data;
   void *vals = c->out[0].data;
   int64_t *counts = c->p[0] ? c->out[2].data : NULL, m = 0;
-  if (!srt_wide(dt) && n > SRT_BIG) { /* long: key << 32 words, threaded MSD + LSD */
+  if (!srt_wide(dt) && n > SRT_BIG && !srt_long_vec()) { /* long: key << 32 words, threaded MSD + LSD */
     uint64_t *a = c->ws, *t = a + n;
     srt_keys(x, dt, 0, 1, n, 0, 1, NULL, a);
     srt_radix64_big(a, t, n, 32);

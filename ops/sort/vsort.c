@@ -1,10 +1,12 @@
-/* vsort.c: AVX-512 sorts of unsigned 32- and 64-bit keys (see vsort.h): bitonic networks over
- * up to 16 registers (256 keys of 32 bits, 128 of 64) for short arrays and quicksort leaves,
- * and a quicksort whose partition compresses each vector into its < pivot and >= pivot lanes
- * (register compress, then one plain and one masked store: the compress-to-memory form is
- * microcoded on AMD Zen 4). Many equal keys: a partition that leaves nothing below the pivot
- * (the pivot is the minimum) is redone at pivot + 1, which sets the run of minima aside; all
- * keys equal ends the range. Recursion deeper than 2 log2(n) finishes with the radix sort. */
+/* vsort.c: AVX-512 sorts of unsigned 32- and 64-bit keys and of 64-bit key + 32-bit index
+ * pairs (see vsort.h): bitonic networks over up to 16 registers (256 keys of 32 bits, 128 of
+ * 64; 64 pairs) for short arrays and quicksort leaves, and a quicksort whose partition
+ * compresses each vector into its < pivot and >= pivot lanes (register compress, then one
+ * plain and one masked store: the compress-to-memory form is microcoded on AMD Zen 4), 4
+ * vectors a step, the pivot the median of a sorted sample. Many equal keys: a partition that
+ * leaves nothing below the pivot (the pivot is the minimum) is redone at pivot + 1, which sets
+ * the run of minima aside; all keys equal ends the range. Recursion deeper than 2 log2(n)
+ * (bad pivots) finishes with the radix sort. */
 #include "sort/vsort.h"
 
 #include "sort/sort_common.h"
@@ -14,6 +16,14 @@
 
 #define VS_T __attribute__((target("avx512f,popcnt")))
 #define VS_I __attribute__((target("avx512f,popcnt"), always_inline)) static inline
+
+/* log2 of a power of two up to 256 (a constant once inlined) */
+VS_I int vs_log2(int n) {
+  return n >= 256 ? 8 : n >= 128 ? 7 : n >= 64 ? 6 : n >= 32 ? 5 : n >= 16 ? 4 : n >= 8 ? 3 : n >= 4 ? 2 : 1;
+}
+
+/* Vectors per partition step (read from one side, then put). */
+#define VS_U 4
 
 /* Lanes with bit d of their index set (they take the max of a compare-exchange at lane
  * distance d). */
@@ -26,6 +36,9 @@ VS_I uint32_t vs_upper(int d) {
 #define VS_PRIM(W, B, MT, V)                                                                  \
   VS_I __m512i W##_min(__m512i a, __m512i b) { return _mm512_min_epu##B(a, b); }              \
   VS_I __m512i W##_max(__m512i a, __m512i b) { return _mm512_max_epu##B(a, b); }              \
+  VS_I __m512i W##_mask_max(__m512i s, uint32_t m, __m512i a, __m512i b) {                    \
+    return _mm512_mask_max_epu##B(s, (MT)m, a, b);                                            \
+  }                                                                                           \
   VS_I __m512i W##_perm(__m512i v, __m512i ix) { return _mm512_permutexvar_epi##B(ix, v); }   \
   VS_I __m512i W##_blend(uint32_t m, __m512i a, __m512i b) {                                  \
     return _mm512_mask_mov_epi##B(a, (MT)m, b);                                               \
@@ -58,19 +71,42 @@ VS_I __m512i w32_xidx(int x) {
                           _mm512_set1_epi32(x));
 }
 
+/* Lane e gets lane e ^ x: in-lane shuffles where the pattern allows (one cycle, more ports
+ * than the cross-lane permute), else the permute. x is a constant once inlined. */
+VS_I __m512i w64_swz(__m512i v, int x) {
+  switch (x) {
+  case 1: return _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0x4E);
+  case 2: return _mm512_permutex_epi64(v, 0x4E);
+  case 3: return _mm512_permutex_epi64(v, 0x1B);
+  case 4: return _mm512_shuffle_i64x2(v, v, 0x4E);
+  default: return _mm512_permutexvar_epi64(w64_xidx(x), v);
+  }
+}
+VS_I __m512i w32_swz(__m512i v, int x) {
+  switch (x) {
+  case 1: return _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0xB1);
+  case 2: return _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0x4E);
+  case 3: return _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0x1B);
+  case 4: return _mm512_shuffle_i64x2(v, v, 0xB1);
+  case 8: return _mm512_shuffle_i64x2(v, v, 0x4E);
+  default: return _mm512_permutexvar_epi32(w32_xidx(x), v);
+  }
+}
+
 /* The sorts for one width W (lanes V, word T, radix fall-back RADIX(a, tmp, n) returning the
  * buffer that holds the result). */
 #define VS_DEF(W, T, V, RADIX)                                                                \
   /* compare-exchange of each lane with lane ^ x: lanes in um keep the max */                 \
   VS_I __m512i W##_cx(__m512i v, int x, uint32_t um) {                                        \
-    const __m512i o = W##_perm(v, W##_xidx(x));                                               \
-    return W##_blend(um, W##_min(v, o), W##_max(v, o));                                       \
+    const __m512i o = W##_swz(v, x);                                                          \
+    return W##_mask_max(W##_min(v, o), um, v, o);                                             \
   }                                                                                           \
   /* Bitonic sort of R registers (R * V keys) into ascending order: for each block size k a   \
    * flip stage (key e against e ^ (k-1)), then half-cleaners at k/4 .. 1; all ascending. */   \
   VS_I void W##_net(__m512i *v, const int R) {                                                \
-    const int N = R * V;                                                                      \
-    _Pragma("GCC unroll 16") for (int k = 2; k <= N; k *= 2) {                                \
+    const int LN = vs_log2(R * V); /* (counted loops: GCC unrolls them, x stays constant) */  \
+    _Pragma("GCC unroll 16") for (int lk = 1; lk <= LN; lk++) {                               \
+      const int k = 1 << lk;                                                                  \
       if (k <= V) {                                                                           \
         _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) v[r] = W##_cx(v[r], k - 1, vs_upper(k / 2)); \
       } else {                                                                                \
@@ -85,7 +121,8 @@ VS_I __m512i w32_xidx(int x) {
           }                                                                                   \
         }                                                                                     \
       }                                                                                       \
-      _Pragma("GCC unroll 16") for (int d = k / 4; d >= 1; d /= 2) {                          \
+      _Pragma("GCC unroll 16") for (int ld = lk - 2; ld >= 0; ld--) {                         \
+        const int d = 1 << ld;                                                                \
         if (d >= V) {                                                                         \
           const int dr = d / V;                                                               \
           _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                              \
@@ -125,44 +162,60 @@ VS_I __m512i w32_xidx(int x) {
     *lw += nl, *rw -= ng;                                                                     \
     W##_store(a + *rw, ng, W##_compress(ge, x));                                              \
   }                                                                                           \
-  /* Partition a[0..n) (n >= 2V) in place: keys < piv first; returns their count; *mn, *mx  \
-   * the range's extremes. Reads from the side whose gap is smaller, so both gaps hold a     \
-   * vector when one is written. */                                                           \
+  /* Partition a[0..n) (n >= 2 VS_U V) in place: keys < piv first; returns their count; *mn, \
+   * *mx the range's extremes. VS_U vectors from each end are set aside first, so after every \
+   * read of VS_U vectors from the side with the smaller gap both gaps hold VS_U vectors: the  \
+   * VS_U puts that follow each find a vector of room on the left (full store) and their     \
+   * lanes on the right. One side choice (a branch the data decide) per VS_U vectors. The     \
+   * tail (fewer than VS_U vectors) is loaded whole before any put, so the free room is then  \
+   * one range and every put still fits; the set-aside vectors go last. */                    \
   VS_T static int64_t W##_part(T *a, int64_t n, T piv, T *mn, T *mx) {                        \
     const __m512i P = W##_set1(piv);                                                          \
     const uint32_t all = W##_lanes(V);                                                        \
-    const __m512i vl = W##_loadu(a), vr = W##_loadu(a + n - V);                               \
-    __m512i lo = W##_min(vl, vr), hi = W##_max(vl, vr);                                       \
-    int64_t lr = V, rr = n - V, lw = 0, rw = n;                                               \
-    while (rr - lr >= V) {                                                                    \
-      __m512i x;                                                                              \
-      if (lr - lw <= rw - rr) x = W##_loadu(a + lr), lr += V;                                 \
-      else rr -= V, x = W##_loadu(a + rr);                                                    \
-      lo = W##_min(lo, x), hi = W##_max(hi, x);                                               \
-      W##_put(a, x, P, all, &lw, &rw);                                                        \
+    enum { UV = VS_U * V };                                                                   \
+    __m512i sl[VS_U], sr[VS_U], x[VS_U];                                                      \
+    _Pragma("GCC unroll 8") for (int u = 0; u < VS_U; u++)                                    \
+      sl[u] = W##_loadu(a + u * V), sr[u] = W##_loadu(a + n - UV + u * V);                    \
+    __m512i lo = W##_min(sl[0], sr[0]), hi = W##_max(sl[0], sr[0]);                           \
+    _Pragma("GCC unroll 8") for (int u = 1; u < VS_U; u++)                                    \
+      lo = W##_min(lo, W##_min(sl[u], sr[u])), hi = W##_max(hi, W##_max(sl[u], sr[u]));       \
+    int64_t lr = UV, rr = n - UV, lw = 0, rw = n;                                             \
+    while (rr - lr >= UV) {                                                                   \
+      const T *src;                                                                           \
+      if (lr - lw <= rw - rr) src = a + lr, lr += UV;                                         \
+      else rr -= UV, src = a + rr;                                                            \
+      _Pragma("GCC unroll 8") for (int u = 0; u < VS_U; u++) x[u] = W##_loadu(src + u * V);   \
+      _Pragma("GCC unroll 8") for (int u = 0; u < VS_U; u++) {                                \
+        lo = W##_min(lo, x[u]), hi = W##_max(hi, x[u]);                                       \
+        W##_put(a, x[u], P, all, &lw, &rw);                                                   \
+      }                                                                                       \
     }                                                                                         \
-    if (rr > lr) { /* the tail: fewer than V keys, then the gaps are one */                   \
-      const __m512i x = W##_load(a + lr, rr - lr);                                            \
-      const uint32_t m = W##_lanes(rr - lr);                                                  \
-      lo = W##_min(lo, x); /* (padding is the largest key: hi only from valid lanes) */       \
-      hi = W##_max(hi, W##_blend(m, W##_set1(0), x));                                         \
-      W##_put(a, x, P, m, &lw, &rw);                                                          \
+    const int64_t r = rr - lr; /* the tail: fewer than VS_U vectors */                        \
+    _Pragma("GCC unroll 8") for (int u = 0; u < VS_U; u++) /* (no lanes: nothing read) */     \
+      x[u] = W##_load(a + lr + u * V, r - u * V);                                             \
+    _Pragma("GCC unroll 8") for (int u = 0; u < VS_U; u++) {                                  \
+      if (u * V < r) {                                                                        \
+        const uint32_t m = W##_lanes(r - u * V);                                              \
+        lo = W##_min(lo, x[u]); /* (padding is the largest key: hi from valid lanes only) */  \
+        hi = W##_max(hi, W##_blend(m, W##_set1(0), x[u]));                                    \
+        W##_put(a, x[u], P, m, &lw, &rw);                                                     \
+      }                                                                                       \
     }                                                                                         \
-    W##_put(a, vl, P, all, &lw, &rw);                                                         \
-    W##_put(a, vr, P, all, &lw, &rw);                                                         \
+    _Pragma("GCC unroll 8") for (int u = 0; u < VS_U; u++)                                    \
+      W##_put(a, sl[u], P, all, &lw, &rw), W##_put(a, sr[u], P, all, &lw, &rw);               \
     *mn = W##_hmin(lo), *mx = W##_hmax(hi);                                                   \
     return lw;                                                                                \
   }                                                                                           \
-  /* Median of 15 keys spread over the range. */                                             \
-  static T W##_pivot(const T *a, int64_t n) {                                                 \
-    T s[15];                                                                                  \
-    for (int i = 0; i < 15; i++) {                                                            \
-      const T w = a[(n / 16) * (i + 1)];                                                      \
-      int j = i;                                                                              \
-      for (; j > 0 && s[j - 1] > w; j--) s[j] = s[j - 1];                                     \
-      s[j] = w;                                                                               \
-    }                                                                                         \
-    return s[7];                                                                              \
+  /* The pivot: the median of a sorted sample of keys spread evenly over the range (64 keys  \
+   * from 1024 up, else 16), sorted by the network. */                                        \
+  VS_T static T W##_pivot(const T *a, int64_t n) {                                            \
+    T s[64];                                                                                  \
+    const int ns = n >= 1024 ? 64 : 16;                                                       \
+    const int64_t st = n / ns;                                                                \
+    for (int i = 0; i < ns; i++) s[i] = a[st / 2 + st * i];                                   \
+    if (ns == 64) W##_netn(s, 64, 64 / V);                                                    \
+    else W##_netn(s, 16, 16 / V);                                                             \
+    return s[ns / 2];                                                                         \
   }                                                                                           \
   VS_T static void W##_qsort(T *a, T *tmp, int64_t n, int depth) {                            \
     while (n > 16 * V) {                                                                      \
@@ -190,6 +243,190 @@ static uint64_t *vs_radix64(uint64_t *a, uint64_t *t, int64_t n) { return srt_ra
 VS_DEF(w64, uint64_t, 8, vs_radix64)
 VS_DEF(w32, uint32_t, 16, srt_radix32)
 
+/* ---- key-index pairs: 64-bit keys with 32-bit indices in a parallel array (argsort and sort
+ * of the 8-byte dtypes). The keys move as w64 does, 8 lanes of a zmm; each index rides in the
+ * same lane of a ymm: every permute is applied to both, every compare-exchange turns into a
+ * compare mask that selects in both. Needs AVX-512VL for the masked 256-bit operations. ---- */
+#define KV_T __attribute__((target("avx512f,avx512vl,popcnt")))
+#define KV_I __attribute__((target("avx512f,avx512vl,popcnt"), always_inline)) static inline
+
+/* Leaves of the quicksort: 64 pairs (8 registers of keys and 8 of indices); 16 registers of
+ * each would spill (measured: 128-pair leaves cost 3 times as much per pair as 64). */
+#define KV_LEAF 64
+
+typedef struct kv_v {
+  __m512i k;
+  __m256i i;
+} kv_v;
+
+KV_I __m256i kv_xidx32(int x) {
+  return _mm256_xor_si256(_mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0), _mm256_set1_epi32(x));
+}
+/* The indices' lane e ^ x (the lanes of w64_swz): in-lane shuffles where they can. */
+KV_I __m256i kv_swz32(__m256i v, int x) {
+  switch (x) {
+  case 1: return _mm256_shuffle_epi32(v, 0xB1);
+  case 2: return _mm256_shuffle_epi32(v, 0x4E);
+  case 3: return _mm256_shuffle_epi32(v, 0x1B);
+  case 4: return _mm256_shuffle_i32x4(v, v, 1);
+  default: return _mm256_permutexvar_epi32(kv_xidx32(x), v);
+  }
+}
+/* compare-exchange of each lane of (*k, *i) with lane ^ x: lanes in um keep the larger key. A
+ * lane takes its partner's index exactly when its key changed (ties keep their own pair on
+ * both sides). */
+KV_I void kv_cx(__m512i *k, __m256i *i, int x, uint32_t um) {
+  const __m512i o = w64_swz(*k, x);
+  const __m512i nk = _mm512_mask_max_epu64(_mm512_min_epu64(*k, o), (__mmask8)um, *k, o);
+  const __mmask8 take = _mm512_cmpneq_epu64_mask(nk, *k);
+  *i = _mm256_mask_mov_epi32(*i, take, kv_swz32(*i, x));
+  *k = nk;
+}
+/* pair a gets the smaller key of each lane, pair b the larger */
+KV_I void kv_mm(__m512i *ka, __m256i *ia, __m512i *kb, __m256i *ib) {
+  const __mmask8 m = _mm512_cmpgt_epu64_mask(*ka, *kb);
+  const __m512i k0 = *ka;
+  const __m256i i0 = *ia;
+  *ka = _mm512_mask_mov_epi64(*ka, m, *kb), *ia = _mm256_mask_mov_epi32(*ia, m, *ib);
+  *kb = _mm512_mask_mov_epi64(*kb, m, k0), *ib = _mm256_mask_mov_epi32(*ib, m, i0);
+}
+
+/* The bitonic network of w64_net on pairs: keys K[0..R), indices I[0..R) (R <= 8: 16 would
+ * spill). */
+KV_I void kv_net(__m512i *K, __m256i *I, const int R) {
+  const int LN = vs_log2(R * 8);
+  _Pragma("GCC unroll 16") for (int lk = 1; lk <= LN; lk++) {
+    const int k = 1 << lk;
+    if (k <= 8) {
+      _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) kv_cx(&K[r], &I[r], k - 1, vs_upper(k / 2));
+    } else {
+      const int kr = k / 8;
+      _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {
+        const int p = r ^ (kr - 1);
+        if (p > r) {
+          __m512i yk = w64_swz(K[p], 7);
+          __m256i yi = kv_swz32(I[p], 7);
+          kv_mm(&K[r], &I[r], &yk, &yi);
+          K[p] = w64_swz(yk, 7), I[p] = kv_swz32(yi, 7);
+        }
+      }
+    }
+    _Pragma("GCC unroll 16") for (int ld = lk - 2; ld >= 0; ld--) {
+      const int d = 1 << ld;
+      if (d >= 8) {
+        const int dr = d / 8;
+        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)
+          if (!(r & dr)) kv_mm(&K[r], &I[r], &K[r | dr], &I[r | dr]);
+      } else {
+        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) kv_cx(&K[r], &I[r], d, vs_upper(d));
+      }
+    }
+  }
+}
+/* Padding lanes get the largest key; the caller keeps that key out of the array, so no real
+ * pair ties with a pad (a tie could store a pad's index). */
+KV_I void kv_netn(uint64_t *k, uint32_t *ix, int64_t n, const int R) {
+  __m512i K[8];
+  __m256i I[8];
+  _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {
+    const __mmask8 m = (__mmask8)w64_lanes(n - r * 8);
+    K[r] = _mm512_mask_loadu_epi64(_mm512_set1_epi64(-1), m, k + r * 8);
+    I[r] = _mm256_maskz_loadu_epi32(m, ix + r * 8);
+  }
+  kv_net(K, I, R);
+  _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {
+    const __mmask8 m = (__mmask8)w64_lanes(n - r * 8);
+    _mm512_mask_storeu_epi64(k + r * 8, m, K[r]);
+    _mm256_mask_storeu_epi32(ix + r * 8, m, I[r]);
+  }
+}
+KV_T static void kv_small(uint64_t *k, uint32_t *ix, int64_t n) {
+  if (n <= 1) return;
+  if (n <= 8) kv_netn(k, ix, n, 1);
+  else if (n <= 16) kv_netn(k, ix, n, 2);
+  else if (n <= 32) kv_netn(k, ix, n, 4);
+  else kv_netn(k, ix, n, 8);
+}
+/* w64_put on pairs */
+KV_I void kv_put(uint64_t *k, uint32_t *ix, kv_v x, __m512i P, uint32_t m, int64_t *lw, int64_t *rw) {
+  const __mmask8 lt = (__mmask8)(_mm512_cmplt_epu64_mask(x.k, P) & m), ge = (__mmask8)(~lt & m);
+  const int nl = __builtin_popcount(lt), ng = __builtin_popcount(ge);
+  _mm512_storeu_si512(k + *lw, _mm512_maskz_compress_epi64(lt, x.k));
+  _mm256_storeu_si256((__m256i *)(ix + *lw), _mm256_maskz_compress_epi32(lt, x.i));
+  *lw += nl, *rw -= ng;
+  const __mmask8 s = (__mmask8)w64_lanes(ng);
+  _mm512_mask_storeu_epi64(k + *rw, s, _mm512_maskz_compress_epi64(ge, x.k));
+  _mm256_mask_storeu_epi32(ix + *rw, s, _mm256_maskz_compress_epi32(ge, x.i));
+}
+KV_I kv_v kv_load(const uint64_t *k, const uint32_t *ix, int64_t cnt) {
+  const __mmask8 m = (__mmask8)w64_lanes(cnt);
+  return (kv_v){_mm512_mask_loadu_epi64(_mm512_set1_epi64(-1), m, k),
+                _mm256_maskz_loadu_epi32(m, ix)};
+}
+/* w64_part on pairs (same gaps and order of puts) */
+KV_T static int64_t kv_part(uint64_t *k, uint32_t *ix, int64_t n, uint64_t piv, uint64_t *mn,
+                            uint64_t *mx) {
+  const __m512i P = _mm512_set1_epi64((long long)piv);
+  enum { V = 8, UV = VS_U * V };
+  kv_v sl[VS_U], sr[VS_U], x[VS_U];
+  _Pragma("GCC unroll 8") for (int u = 0; u < VS_U; u++)
+    sl[u] = kv_load(k + u * V, ix + u * V, V), sr[u] = kv_load(k + n - UV + u * V, ix + n - UV + u * V, V);
+  __m512i lo = _mm512_min_epu64(sl[0].k, sr[0].k), hi = _mm512_max_epu64(sl[0].k, sr[0].k);
+  _Pragma("GCC unroll 8") for (int u = 1; u < VS_U; u++) {
+    lo = _mm512_min_epu64(lo, _mm512_min_epu64(sl[u].k, sr[u].k));
+    hi = _mm512_max_epu64(hi, _mm512_max_epu64(sl[u].k, sr[u].k));
+  }
+  int64_t lr = UV, rr = n - UV, lw = 0, rw = n;
+  while (rr - lr >= UV) {
+    int64_t at;
+    if (lr - lw <= rw - rr) at = lr, lr += UV;
+    else rr -= UV, at = rr;
+    _Pragma("GCC unroll 8") for (int u = 0; u < VS_U; u++) x[u] = kv_load(k + at + u * V, ix + at + u * V, V);
+    _Pragma("GCC unroll 8") for (int u = 0; u < VS_U; u++) {
+      lo = _mm512_min_epu64(lo, x[u].k), hi = _mm512_max_epu64(hi, x[u].k);
+      kv_put(k, ix, x[u], P, 0xff, &lw, &rw);
+    }
+  }
+  const int64_t r = rr - lr;
+  _Pragma("GCC unroll 8") for (int u = 0; u < VS_U; u++) /* (no lanes: nothing read) */
+    x[u] = kv_load(k + lr + u * V, ix + lr + u * V, r - u * V);
+  _Pragma("GCC unroll 8") for (int u = 0; u < VS_U; u++) {
+    if (u * V < r) {
+      const uint32_t m = w64_lanes(r - u * V);
+      lo = _mm512_min_epu64(lo, x[u].k);
+      hi = _mm512_max_epu64(hi, _mm512_maskz_mov_epi64((__mmask8)m, x[u].k));
+      kv_put(k, ix, x[u], P, m, &lw, &rw);
+    }
+  }
+  _Pragma("GCC unroll 8") for (int u = 0; u < VS_U; u++)
+    kv_put(k, ix, sl[u], P, 0xff, &lw, &rw), kv_put(k, ix, sr[u], P, 0xff, &lw, &rw);
+  *mn = _mm512_reduce_min_epu64(lo), *mx = _mm512_reduce_max_epu64(hi);
+  return lw;
+}
+KV_T static void kv_qsort(uint64_t *k, uint32_t *ix, uint64_t *tk, uint32_t *tv, int64_t n, int depth) {
+  while (n > KV_LEAF) {
+    if (depth-- <= 0) { /* bad pivots: the radix sort finishes this range */
+      uint64_t *rk = k;
+      uint32_t *rv = ix;
+      srt_radix_kv(&rk, &rv, tk, tv, n);
+      if (rk != k) memcpy(k, rk, (size_t)n * sizeof *k), memcpy(ix, rv, (size_t)n * sizeof *ix);
+      return;
+    }
+    const uint64_t piv = w64_pivot(k, n);
+    uint64_t mn, mx;
+    int64_t m = kv_part(k, ix, n, piv, &mn, &mx);
+    if (mn == mx) return;
+    if (m == 0) {
+      m = kv_part(k, ix, n, piv + 1, &mn, &mx);
+      k += m, ix += m, tk += m, tv += m, n -= m;
+      continue;
+    }
+    if (m < n - m) kv_qsort(k, ix, tk, tv, m, depth), k += m, ix += m, tk += m, tv += m, n -= m;
+    else kv_qsort(k + m, ix + m, tk + m, tv + m, n - m, depth), n = m;
+  }
+  kv_small(k, ix, n);
+}
+
 int srt_vsort_ok(void) {
   static int ok = -1;
   if (ok < 0) ok = __builtin_cpu_supports("avx512f") ? 1 : 0;
@@ -213,6 +450,51 @@ int srt_vsort32(uint32_t *a, uint32_t *tmp, int64_t n) {
   return 1;
 }
 
+
+/* Equal keys' pairs in ascending index order: the quicksort leaves their order arbitrary.
+ * Runs of equal keys are found a vector at a time (a key equal to its successor). */
+KV_T static void kv_ties(const uint64_t *k, uint32_t *v, uint32_t *tv, int64_t n) {
+  int64_t i = 0;
+  while (i + 1 < n) {
+    if (i + 9 <= n) {
+      const __mmask8 eq = _mm512_cmpeq_epu64_mask(_mm512_loadu_si512(k + i), _mm512_loadu_si512(k + i + 1));
+      if (!eq) {
+        i += 8;
+        continue;
+      }
+      i += __builtin_ctz(eq);
+    } else if (k[i] != k[i + 1]) {
+      i++;
+      continue;
+    }
+    int64_t j = i + 1;
+    while (j < n && k[j] == k[i]) j++;
+    const int64_t len = j - i;
+    if (len <= SRT_SMALL) srt_ins32(v + i, len);
+    else {
+      const uint32_t *r = srt_sort32(v + i, tv, len);
+      if (r != v + i) memcpy(v + i, r, (size_t)len * sizeof *v);
+    }
+    i = j;
+  }
+}
+
+int srt_vsort_kv(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n) {
+  static int ok = -1;
+  if (ok < 0) ok = srt_vsort_ok() && __builtin_cpu_supports("avx512vl");
+  if (!ok) return 0;
+  /* the largest key (the networks' padding) set aside at the end, in index order */
+  int64_t m = 0, c = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (k[i] != UINT64_MAX) k[m] = k[i], v[m] = v[i], m++;
+    else tv[c++] = v[i];
+  }
+  for (int64_t i = 0; i < c; i++) k[m + i] = UINT64_MAX, v[m + i] = tv[i];
+  kv_qsort(k, v, tk, tv, m, vs_depth(m));
+  kv_ties(k, v, tv, m);
+  return 1;
+}
+
 #else /* no vector sorts: the callers' portable sorts run */
 int srt_vsort_ok(void) { return 0; }
 int srt_vsort64(uint64_t *a, uint64_t *tmp, int64_t n) {
@@ -221,6 +503,10 @@ int srt_vsort64(uint64_t *a, uint64_t *tmp, int64_t n) {
 }
 int srt_vsort32(uint32_t *a, uint32_t *tmp, int64_t n) {
   (void)a, (void)tmp, (void)n;
+  return 0;
+}
+int srt_vsort_kv(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n) {
+  (void)k, (void)v, (void)tk, (void)tv, (void)n;
   return 0;
 }
 #endif

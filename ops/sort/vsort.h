@@ -3,8 +3,9 @@
  * compresses each vector into its two sides (the x86-simd-sort scheme NumPy ships), with a
  * radix-sort fall-back when the recursion runs too deep. Chosen at run time: on CPUs without
  * AVX-512 (and on other architectures) the functions return 0 and the callers keep their
- * portable radix and insertion sorts. Not stable: callers use them where equal keys are equal
- * bit patterns (values) or where every word is distinct (key << 32 | index pairs). */
+ * portable radix and insertion sorts. srt_vsort64/32 are not stable: callers use them where
+ * equal keys are equal bit patterns (values) or where every word is distinct (key << 32 |
+ * index pairs); srt_vsort_kv puts equal keys in index order. */
 #ifndef OPPERF_OPS_VSORT_H
 #define OPPERF_OPS_VSORT_H
 
@@ -17,5 +18,10 @@ int srt_vsort_ok(void);
  * Return 1 when sorted, 0 when the CPU lacks the ISA (a is then untouched). */
 int srt_vsort64(uint64_t *a, uint64_t *tmp, int64_t n);
 int srt_vsort32(uint32_t *a, uint32_t *tmp, int64_t n);
+
+/* Sort pairs (k[i], v[i]) by key, equal keys by v ascending (with v[i] = i: a stable sort),
+ * in place; tk, tv (n words each) are scratch. Return 1 when sorted, 0 when the CPU lacks
+ * AVX-512F/VL (k and v are then untouched). */
+int srt_vsort_kv(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n);
 
 #endif
