@@ -8,6 +8,7 @@
 
 enum { G_ACC = 4 };    /* independent vector accumulators of a plane reduction */
 enum { G_CBLK = 512 }; /* channels per item of a channels-last reduction */
+enum { G_SHORT = 16 }; /* short channels-first planes reduced together (gshort) */
 
 #define POOL_GLOBAL_KERNELS(T, S)                                                              \
   /* Max and argmax of x[0, n): G_ACC chunk accumulators (independent dependency chains),   \
@@ -77,6 +78,38 @@ enum { G_CBLK = 512 }; /* channels per item of a channels-last reduction */
     for (int l = 0; l < V; l++) s += t[l];                                                    \
     for (; i < n; i++) s += x[i];                                                             \
     return s;                                                                                 \
+  }                                                                                           \
+  /* Planes shorter than a vector (4096x64x12: 262144 planes of 12), np of them from x:      \
+   * G_SHORT planes at a time, their running max / sums in independent chains (one plane at  \
+   * a time is a call and a serial chain of S dependent operations each). Max in index      \
+   * order with a strict >, as gmax_run's scalar path: the first maximum wins. */            \
+  OPF_VEC static void gshort_##S(const T *restrict x, int64_t S, int64_t np, T *restrict y,  \
+                                 int32_t *restrict am, T scale) {                            \
+    int64_t p = 0;                                                                            \
+    for (; p + G_SHORT <= np; p += G_SHORT) {                                                 \
+      const T *restrict xp = x + p * S;                                                       \
+      T m[G_SHORT];                                                                           \
+      int32_t a[G_SHORT];                                                                     \
+      for (int j = 0; j < G_SHORT; j++) m[j] = am ? xp[j * S] : 0, a[j] = 0;                  \
+      if (am) {                                                                               \
+        for (int64_t k = 1; k < S; k++)                                                       \
+          for (int j = 0; j < G_SHORT; j++) {                                                 \
+            const T v = xp[j * S + k];                                                        \
+            const int take = v > m[j];                                                        \
+            a[j] = take ? (int32_t)k : a[j];                                                  \
+            m[j] = take ? v : m[j];                                                           \
+          }                                                                                   \
+        for (int j = 0; j < G_SHORT; j++) y[p + j] = m[j], am[p + j] = a[j];                  \
+      } else {                                                                                \
+        for (int64_t k = 0; k < S; k++)                                                       \
+          for (int j = 0; j < G_SHORT; j++) m[j] += xp[j * S + k];                            \
+        for (int j = 0; j < G_SHORT; j++) y[p + j] = m[j] * scale;                            \
+      }                                                                                       \
+    }                                                                                         \
+    for (; p < np; p++) {                                                                     \
+      if (am) gmax_run_##S(x + p * S, S, y + p, am + p);                                      \
+      else y[p] = gsum_run_##S(x + p * S, S) * scale;                                         \
+    }                                                                                         \
   }                                                                                           \
   /* Channels [c0, c1) of a channels-last image of S rows of C: the rows swept into y (and  \
    * the argmax row, max) in increasing index order, so the first maximum wins. */           \
@@ -158,6 +191,12 @@ static void gpool_items(void *ctx, int64_t lo, int64_t hi, int k) {
   }
   const char *x = c->in[0].data;
   char *y = c->out[0].data;
+  if (!g->cl && S < (f32 ? LANES_f32 : LANES_f64)) {
+    const char *xp = x + (size_t)(lo * S) * e;
+    if (f32) gshort_f32((const void *)xp, S, hi - lo, (float *)y + lo, max ? am + lo : NULL, (float)sc);
+    else gshort_f64((const void *)xp, S, hi - lo, (double *)y + lo, max ? am + lo : NULL, sc);
+    return;
+  }
   for (int64_t it = lo; it < hi; it++) {
     if (g->cl) { /* image n, channel block b */
       int64_t n = it / t->cblk, b = it % t->cblk;

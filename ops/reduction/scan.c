@@ -28,6 +28,8 @@ enum { SCAN_SUM, SCAN_PROD, SCAN_RSUM, SCAN_RSUMW, SCAN_RSUMWD };
 /* ...and into segments of at least this many elements (at most SCAN_MAX_SEG of them). */
 #define SCAN_SEG_MIN 16384
 #define SCAN_MAX_SEG 16
+/* Rows on the inner axis shorter than this are scanned many at a time (scan_seg). */
+#define SCAN_SHORT_ROW 64
 /* Column block of outer-axis scans (the running row stays in L1). */
 #define SCAN_CB 512
 
@@ -64,6 +66,20 @@ static uint64_t scan_row_part(const scan_run *s, int mode, int64_t o, int64_t k0
   }
   case OPF_I32: return scan_row_u32(mode, a, w, d, y, len, s->mul ? 1u : 0u);
   default: return scan_row_u64(mode, a, w, d, y, len, s->mul ? 1u : 0u);
+  }
+}
+
+/* Rows [lo, hi), short: one segmented flat scan (scan_seg in scan_drv.h). */
+static void scan_short_rows_range(int64_t lo, int64_t hi, void *p) {
+  const scan_run *s = p;
+  const int64_t off = lo * s->g.n;
+  const void *a = SCAN_PTR(s->a, off), *w = SCAN_PTR(s->w, off), *d = SCAN_PTR(s->d, off);
+  void *y = (char *)s->y + (size_t)off * scan_es(s);
+  switch (s->c->dtype) {
+  case OPF_F32: scan_seg_f32(s->mode, a, w, d, y, s->g.n, hi - lo); break;
+  case OPF_F64: scan_seg_f64(s->mode, a, w, d, y, s->g.n, hi - lo); break;
+  case OPF_I32: scan_seg_u32(s->mode, a, w, d, y, s->g.n, hi - lo); break;
+  default: scan_seg_u64(s->mode, a, w, d, y, s->g.n, hi - lo); break;
   }
 }
 
@@ -178,6 +194,8 @@ static void scan_run_all(scan_run *s) {
     const int64_t nt = s->g.outer * s->ncb;
 #pragma omp parallel for schedule(static) if (par && nt > 1)
     for (int64_t t = 0; t < nt; t++) scan_cols_task(s, t);
+  } else if (s->S == 1 && s->g.n < SCAN_SHORT_ROW) {
+    opf_parallel_range(s->g.outer, (OPF_PAR_MIN + s->g.n - 1) / s->g.n, scan_short_rows_range, s);
   } else if (s->S == 1) {
     opf_parallel_range(s->g.outer, (OPF_PAR_MIN + s->g.n - 1) / s->g.n, scan_rows_range, s);
   } else {

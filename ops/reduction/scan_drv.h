@@ -102,6 +102,84 @@ static inline __attribute__((always_inline)) ST SFN(scan_row_k)(const int mul, c
   return cs;
 }
 
+/* Many short rows (inner axis, n below a few vectors: 100000x10 axis=1): the rows of [a, a +
+ * rows * n) are scanned as one flat array, 64 bytes at a time, with the row boundaries as
+ * segment marks: lane l holds the position k of its element in its row (k = (i0 + l) mod n,
+ * advanced per vector by SVL mod n), the log-step scan adds the lane s below only where k >= s,
+ * and the carry of the previous vector only where the row began before this vector (k > l).
+ * A walk per row of 10 elements costs a call and a serial chain per row; this is a few vector
+ * operations per 64 bytes. rev scans from the end: lanes reversed, k counted from the row's end.
+ * Flags as scan_row_k. */
+static inline __attribute__((always_inline)) void SFN(scan_seg_k)(const int mul, const int rev,
+                                                                 const ST *restrict a,
+                                                                 const ST *restrict w,
+                                                                 const ST *restrict d,
+                                                                 ST *restrict y, int64_t n,
+                                                                 int64_t rows) {
+  typedef SFN(scan_mask) msk;
+  const ST idv = (ST)(mul ? 1 : 0);
+  const int64_t numel = rows * n, nv = numel / SVL;
+  SFN(scan_vec) id, c;
+  msk kv, lane;
+  for (int l = 0; l < SVL; l++) id[l] = idv, c[l] = idv, kv[l] = l % n, lane[l] = l;
+  const msk m1 = SCAN_UP(1), m2 = SCAN_UP(2), m4 = SCAN_UP(4), rv = SCAN_REV;
+#if SVL == 16
+  const msk m8 = SCAN_UP(8);
+#endif
+  const msk last = {SVL - 1, SVL - 1, SVL - 1, SVL - 1, SVL - 1, SVL - 1, SVL - 1, SVL - 1
+#if SVL == 16
+                    , 15, 15, 15, 15, 15, 15, 15, 15
+#endif
+  };
+  const int step = (int)(SVL % n), ni = (int)n;
+  const msk idb = (msk)id;
+#define SEG_STEP(s, ms)                                                                       \
+  do {                                                                                        \
+    const msk on = kv >= (s);                                                                 \
+    const msk sh = (msk)__builtin_shuffle(v, id, ms);                                         \
+    v = SOP(mul, v, (SFN(scan_vec))((sh & on) | (idb & ~on)));                                \
+  } while (0)
+  for (int64_t q = 0; q < nv; q++) {
+    const int64_t o = rev ? numel - (q + 1) * SVL : q * SVL;
+    SFN(scan_vec) v;
+    memcpy(&v, a + o, sizeof v);
+    if (w) {
+      SFN(scan_vec) t;
+      memcpy(&t, w + o, sizeof t);
+      v *= t;
+    }
+    if (rev) v = __builtin_shuffle(v, rv);
+    SEG_STEP(1, m1);
+    SEG_STEP(2, m2);
+    SEG_STEP(4, m4);
+#if SVL == 16
+    SEG_STEP(8, m8);
+#endif
+    const msk on = kv > lane;
+    v = SOP(mul, v, (SFN(scan_vec))(((msk)c & on) | (idb & ~on)));
+    c = __builtin_shuffle(v, last);
+    if (rev) v = __builtin_shuffle(v, rv);
+    if (d) {
+      SFN(scan_vec) t;
+      memcpy(&t, d + o, sizeof t);
+      v /= t;
+    }
+    memcpy(y + o, &v, sizeof v);
+    kv += step;
+    kv -= (kv >= ni) & ni;
+  }
+#undef SEG_STEP
+  /* the rest (under one vector), element by element with the same carry */
+  ST cs = c[0];
+  for (int64_t q = nv * SVL; q < numel; q++) {
+    const int64_t o = rev ? numel - 1 - q : q;
+    if ((rev ? n - 1 - o % n : o % n) == 0) cs = idv;
+    const ST v = w ? a[o] * w[o] : a[o];
+    cs = SOP(mul, cs, v);
+    y[o] = d ? cs / d[o] : cs;
+  }
+}
+
 /* Outer axes: rows k of a column block of width wd (stride inner), the running value kept in
  * acc (L1); the same flags as above. */
 static inline __attribute__((always_inline)) void SFN(scan_cols_k)(
@@ -134,6 +212,17 @@ OPF_VEC static ST SFN(scan_row)(int mode, const ST *restrict a, const ST *restri
     SCAN_MODES(SCAN_CASE)
 #undef SCAN_CASE
   default: return carry;
+  }
+}
+
+OPF_VEC static void SFN(scan_seg)(int mode, const ST *restrict a, const ST *restrict w,
+                                  const ST *restrict d, ST *restrict y, int64_t n, int64_t rows) {
+  switch (mode) {
+#define SCAN_CASE(M, MUL, REV, W, D)                                                          \
+  case M: SFN(scan_seg_k)(MUL, REV, a, W ? w : NULL, D ? d : NULL, y, n, rows); break;
+    SCAN_MODES(SCAN_CASE)
+#undef SCAN_CASE
+  default: break;
   }
 }
 

@@ -194,9 +194,14 @@ static void bc_units(int64_t lo, int64_t hi, void *p) {
  * cached between calls (and would push x out), so skipping the read-for-ownership of every
  * output line is pure gain: 8192x8192 broadcast from a row 15 -> 9 ms, (32,64,28,28) tiled
  * 2x2 2.3 -> 1.6 ms. A y that fits with x stays cached and normal stores win (a (64,1,1)
- * bias broadcast to (32,64,56,56), 25.7 MB: 0.61 ms against 0.88). */
+ * bias broadcast to (32,64,56,56), 25.7 MB: 0.61 ms against 0.88). "Reach" is 7/8 of the
+ * LLC: the cache holds other lines too (page tables, the other core's data, the harness), so a
+ * 31.5 MB working set does not stay either: (32,3,128,128) tiled 2x2 (6.3 MB in, 25.2 MB out)
+ * 1.50 -> 0.64 ms streamed, (32,64,28,28) 2x2 (32.1 MB) 1.87 -> 1.22 ms (1 thread, load 12,
+ * medians of 3 interleaved rounds); the 25.7 MB broadcast above stays below. */
+#define BC_STREAM_BYTES (SHP_LLC_BYTES / 8 * 7)
 static int bc_streams(const bc_view *v, int64_t x_n) {
-  return shp_have_avx512() && (bc_numel(v) + x_n) * (int64_t)v->es >= SHP_LLC_BYTES;
+  return shp_have_avx512() && (bc_numel(v) + x_n) * (int64_t)v->es >= BC_STREAM_BYTES;
 }
 
 static void bc_forward(const bc_view *v, const void *src, void *dst, int64_t x_n) {

@@ -5,6 +5,7 @@
  * kernel path: direct, staged (padded short rows), transposed (narrow planes), channels-last
  * (vector chunks and narrow C), global. */
 #include <math.h>
+#include <omp.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -200,11 +201,69 @@ static void test_max_ties(void **state) {
              (int64_t[]){2, 3, 4}, one, zero);
 }
 
+/* Channels-first planes shorter than a vector are reduced 16 at a time (gshort): plane counts
+ * that leave a remainder, plane lengths 1 to 15, on 1 and 2 threads. Forward against the
+ * reference; backward: max sends g to the first maximum of the plane, avg g / S everywhere. */
+static void test_global_short_planes(void **state) {
+  (void)state;
+  static const struct { const char *op, *spec; int64_t S; } cases[] = {
+      {"global_max_pool1d", "x=3x13x1", 1},   {"global_avg_pool1d", "x=3x13x1", 1},
+      {"global_max_pool1d", "x=3x13x2", 2},   {"global_avg_pool1d", "x=5x7x7", 7},
+      {"global_max_pool1d", "x=4x64x12", 12}, {"global_avg_pool1d", "x=4x64x12", 12},
+      {"global_max_pool2d", "x=2x41x3x5", 15}, {"global_avg_pool2d", "x=2x41x3x5", 15},
+      {"global_max_pool3d", "x=1x33x2x2x2", 8}, {"global_avg_pool3d", "x=1x33x2x2x2", 8},
+  };
+  const int saved = omp_get_max_threads();
+  char msg[256];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (int d = OPF_F32; d <= OPF_F64; d++)
+      for (int nt = 1; nt <= 2; nt++) {
+        omp_set_num_threads(nt);
+        const opf_op *op = ts_op(cases[i].op);
+        const int max = strstr(cases[i].op, "max") != NULL;
+        opf_case c, r;
+        ts_case_ready(&c, op, (opf_dtype)d, cases[i].spec, 1, 17);
+        assert_int_equal(op->forward(&c), OPF_OK);
+        assert_int_equal(op->backward(&c), OPF_OK);
+        opf_err e;
+        r = c;
+        r.ws = NULL, r.ws_bytes = 0;
+        opf_tensor_set_shape(&r.out[0], c.out[0].dtype, c.out[0].ndim, c.out[0].shape);
+        if (opf_tensor_alloc(&r.out[0], &e)) fail_msg("%s", e.msg);
+        assert_int_equal(op->reference(&r), OPF_OK);
+        if (ts_compare(&c.out[0], &r.out[0], d == OPF_F32 ? 1e-6 : 1e-13, msg, sizeof msg))
+          fail_msg("%s %s [%s] on %d threads: %s", cases[i].op, opf_dtype_name((opf_dtype)d),
+                   cases[i].spec, nt, msg);
+        opf_tensor_free(&r.out[0]);
+        const int64_t S = cases[i].S, P = opf_numel(&c.out[0]);
+        for (int64_t q = 0; q < P; q++) {
+          int64_t first = 0;
+          for (int64_t k = 1; k < S; k++)
+            if (ts_get(&c.in[0], q * S + k) > ts_get(&c.in[0], q * S + first)) first = k;
+          const double g = ts_get(&c.gout[0], q);
+          for (int64_t k = 0; k < S; k++) {
+            const double want = max ? (k == first ? g : 0) : g / (double)S;
+            const double got = ts_get(&c.gin[0], q * S + k);
+            if (!(fabs(got - want) <= 1e-6 * (1 + fabs(want))))
+              fail_msg("%s %s [%s] on %d threads: dx[%lld] = %.9g, want %.9g", cases[i].op,
+                       opf_dtype_name((opf_dtype)d), cases[i].spec, nt, (long long)(q * S + k),
+                       got, want);
+          }
+        }
+        opf_case_release(&c);
+      }
+  omp_set_num_threads(saved);
+  /* ties in short planes: the first maximum */
+  const int64_t one[3] = {1, 1, 1}, zero[3] = {0, 0, 0};
+  check_ties("global_max_pool1d", "x=3x13x7", 0, 3, 13, (int64_t[]){1, 1, 7},
+             (int64_t[]){1, 1, 7}, one, zero);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden_window), cmocka_unit_test(test_golden_global),
       cmocka_unit_test(test_shapes),        cmocka_unit_test(test_errors),
-      cmocka_unit_test(test_max_ties),
+      cmocka_unit_test(test_max_ties),      cmocka_unit_test(test_global_short_planes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

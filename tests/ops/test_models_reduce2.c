@@ -229,6 +229,62 @@ static void test_segmented_scan_backward(void **state) {
     }
 }
 
+/* Short rows on the inner axis are scanned many at a time as one flat array with row marks
+ * (scan_seg): row lengths around the vector widths (8 and 16 lanes), row counts that leave a
+ * partial vector, on 1 and 2 threads. Forward against the reference (every dtype), backward
+ * against double sums: cumsum dx[k] = sum_{j>=k} dy[j], cumprod dx[k] = sum_{j>=k} dy[j] y[j]
+ * / x[k]. */
+static void test_short_row_scan(void **state) {
+  (void)state;
+  static const char *const specs[] = {"x=37x2 axis=1",  "x=5x3 axis=1",   "x=41x7 axis=1",
+                                      "x=9x8 axis=-1",  "x=23x9 axis=1",  "x=3x15 axis=1",
+                                      "x=29x16 axis=1", "x=31x17 axis=1", "x=7x33 axis=1",
+                                      "x=13x63 axis=1", "x=4001x10 axis=1", "x=3x5x11 axis=2",
+                                      "x=1x10 axis=1"};
+  const int saved = omp_get_max_threads();
+  char msg[256];
+  for (int prod = 0; prod < 2; prod++)
+    for (size_t si = 0; si < sizeof specs / sizeof specs[0]; si++)
+      for (int d = 0; d < OPF_BOOL; d++)
+        for (int nt = 1; nt <= 2; nt++) {
+          const opf_op *op = ts_op(prod ? "cumprod" : "cumsum");
+          const int fl = d == OPF_F32 || d == OPF_F64;
+          omp_set_num_threads(nt);
+          opf_case c, r;
+          ts_case_ready(&c, op, (opf_dtype)d, specs[si], fl, 11);
+          assert_int_equal(op->forward(&c), OPF_OK);
+          opf_err e;
+          r = c;
+          r.ws = NULL, r.ws_bytes = 0;
+          opf_tensor_set_shape(&r.out[0], c.out[0].dtype, c.out[0].ndim, c.out[0].shape);
+          if (opf_tensor_alloc(&r.out[0], &e)) fail_msg("%s", e.msg);
+          assert_int_equal(op->reference(&r), OPF_OK);
+          if (ts_compare(&c.out[0], &r.out[0], d == OPF_F32 ? 1e-5 : 1e-12, msg, sizeof msg))
+            fail_msg("%s %s [%s] on %d threads: %s", op->name, opf_dtype_name((opf_dtype)d),
+                     specs[si], nt, msg);
+          opf_tensor_free(&r.out[0]);
+          if (fl) {
+            assert_int_equal(op->backward(&c), OPF_OK);
+            const int64_t n = c.in[0].shape[c.in[0].ndim - 1], rows = opf_numel(&c.in[0]) / n;
+            for (int64_t o = 0; o < rows; o++) {
+              double acc = 0;
+              for (int64_t k = n - 1; k >= 0; k--) {
+                const int64_t i = o * n + k;
+                acc += ts_get(&c.gout[0], i) * (prod ? ts_get(&c.out[0], i) : 1);
+                const double want = prod ? acc / ts_get(&c.in[0], i) : acc;
+                const double got = ts_get(&c.gin[0], i);
+                if (!(fabs(got - want) <= (d == OPF_F32 ? 1e-5 : 1e-12) * (1 + fabs(want))))
+                  fail_msg("%s backward %s [%s] on %d threads: dx[%lld] = %.9g, want %.9g",
+                           op->name, opf_dtype_name((opf_dtype)d), specs[si], nt,
+                           (long long)i, got, want);
+              }
+            }
+          }
+          opf_case_release(&c);
+        }
+  omp_set_num_threads(saved);
+}
+
 /* argmin and the gradient of min go to the first minimal element in every kernel path
  * (short rows, long rows, segments, column blocks, wide rows). */
 static void check_first_min(const char *spec, int64_t n, int64_t inner, int64_t outer) {
@@ -448,6 +504,7 @@ int main(void) {
       cmocka_unit_test(test_prod_zero_gradient),
       cmocka_unit_test(test_cumprod_zero_gradient),
       cmocka_unit_test(test_segmented_scan_backward),
+      cmocka_unit_test(test_short_row_scan),
       cmocka_unit_test(test_min_first_occurrence),
       cmocka_unit_test(test_all_any),
       cmocka_unit_test(test_unique),

@@ -267,6 +267,8 @@ static void test_kernel_paths(void **state) {
       {"tile", "x=3x5x7 reps=2,300,2"},
       {"tile", "x=20000 reps=3"},
       {"tile", "x=8x16x14x14 reps=1,1,2,2"},
+      /* x + y = 31.5 MB: above 7/8 of the LLC, streamed (bc_streams) */
+      {"tile", "x=32x3x128x128 reps=1,1,2,2"},
       {"repeat", "x=301x517 repeats=3 axis=1"},
       {"repeat", "x=3x40001 repeats=2 axis=0"},
       {"repeat", "x=70001 repeats=17"},
@@ -310,6 +312,8 @@ static void test_integer_words(void **state) {
   static const char *const cases[][2] = {
       {"pad", "x=8x16x30x30 pad_width=1,1,1,1 value=-7"},
       {"tile", "x=8x16x14x14 reps=1,1,2,2"},
+      /* x + y = 31.5 MB: above 7/8 of the LLC, streamed (bc_streams) */
+      {"tile", "x=32x3x128x128 reps=1,1,2,2"},
       {"repeat", "x=301x517 repeats=3 axis=1"},
       {"stack", "a=40001 b=40001 c=40001 d=40001 axis=-1"},
       {"split", "x=40001x4 sections=4 axis=1"},
