@@ -118,10 +118,33 @@ enum { G_SHORT = 16 }; /* short channels-first planes reduced together (gshort) 
     int64_t n = c1 - c0;                                                                      \
     T *restrict m = y + c0;                                                                   \
     if (am) {                                                                                 \
+      enum { V = LANES_##S, GK = 4 };                                                         \
       int32_t *restrict a = am + c0;                                                          \
-      for (int64_t c = 0; c < n; c++) m[c] = (T)-INFINITY, a[c] = (int32_t)(c0 + c);          \
-      for (int64_t s = 0; s < S; s++)                                                         \
-        pool_tap_max_##S(x + s * C + c0, m, a, n, (int32_t)(s * C + c0));                     \
+      const vi_##S lane = LANE_IDX_##S;                                                       \
+      int64_t c = 0;                                                                          \
+      /* GK vectors of channels kept in registers down all S rows (a running row in memory   \
+       * cost a load and a store of the max and the argmax per tap: 32x7x7x2048 NHWC 1.3 ms) */ \
+      for (; c + GK * V <= n; c += GK * V) {                                                  \
+        vf_##S mv[GK];                                                                        \
+        vi_##S av[GK];                                                                        \
+        for (int k = 0; k < GK; k++)                                                          \
+          mv[k] = (vf_##S){0} - (T)INFINITY, av[k] = lane + (int32_t)(c0 + c + k * V);         \
+        for (int64_t s = 0; s < S; s++) {                                                     \
+          const T *xr = x + s * C + c0 + c;                                                   \
+          for (int k = 0; k < GK; k++) {                                                      \
+            vf_##S v;                                                                         \
+            memcpy(&v, xr + k * V, sizeof v);                                                 \
+            pool_acc_##S(&mv[k], &av[k], v, lane + (int32_t)(s * C + c0 + c + k * V), 0);     \
+          }                                                                                   \
+        }                                                                                     \
+        for (int k = 0; k < GK; k++)                                                          \
+          memcpy(m + c + k * V, &mv[k], sizeof mv[k]), memcpy(a + c + k * V, &av[k], sizeof av[k]); \
+      }                                                                                       \
+      if (c < n) {                                                                            \
+        for (int64_t j = c; j < n; j++) m[j] = (T)-INFINITY, a[j] = (int32_t)(c0 + j);        \
+        for (int64_t s = 0; s < S; s++)                                                       \
+          pool_tap_max_##S(x + s * C + c0 + c, m + c, a + c, n - c, (int32_t)(s * C + c0 + c)); \
+      }                                                                                       \
       return;                                                                                 \
     }                                                                                         \
     for (int64_t c = 0; c < n; c++) m[c] = 0;                                                 \

@@ -213,6 +213,12 @@ static void test_global_short_planes(void **state) {
       {"global_max_pool2d", "x=2x41x3x5", 15}, {"global_avg_pool2d", "x=2x41x3x5", 15},
       {"global_max_pool3d", "x=1x33x2x2x2", 8}, {"global_avg_pool3d", "x=1x33x2x2x2", 8},
   };
+  /* channels-last global max: whole register blocks of 4 vectors of channels plus a remainder
+   * (141 = 2 blocks of 64 float32 lanes + 13; 32 = exactly one float64 block of 4x8) */
+  static const struct { const char *spec; int64_t S, C; } cl[] = {
+      {"x=2x3x5x141 layout=NHWC", 15, 141}, {"x=3x7x7x32 layout=NHWC", 49, 32},
+      {"x=1x1x1x200 layout=NHWC", 1, 200},
+  };
   const int saved = omp_get_max_threads();
   char msg[256];
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -252,11 +258,43 @@ static void test_global_short_planes(void **state) {
         }
         opf_case_release(&c);
       }
+  for (size_t i = 0; i < sizeof cl / sizeof cl[0]; i++)
+    for (int d = OPF_F32; d <= OPF_F64; d++)
+      for (int nt = 1; nt <= 2; nt++) {
+        omp_set_num_threads(nt);
+        opf_case c;
+        ts_case_ready(&c, ts_op("global_max_pool2d"), (opf_dtype)d, cl[i].spec, 1, 23);
+        assert_int_equal(c.op->forward(&c), OPF_OK);
+        assert_int_equal(c.op->backward(&c), OPF_OK);
+        const int64_t S = cl[i].S, C = cl[i].C, N = opf_numel(&c.out[0]) / C;
+        for (int64_t n = 0; n < N; n++)
+          for (int64_t ch = 0; ch < C; ch++) {
+            int64_t first = 0; /* the reference: the first maximum down the rows */
+            for (int64_t k = 1; k < S; k++)
+              if (ts_get(&c.in[0], (n * S + k) * C + ch) > ts_get(&c.in[0], (n * S + first) * C + ch)) first = k;
+            const double want = ts_get(&c.in[0], (n * S + first) * C + ch);
+            if (ts_get(&c.out[0], n * C + ch) != want)
+              fail_msg("global_max_pool2d %s [%s] %d threads: y[%lld,%lld] = %g, want %g",
+                       opf_dtype_name((opf_dtype)d), cl[i].spec, nt, (long long)n, (long long)ch,
+                       ts_get(&c.out[0], n * C + ch), want);
+            for (int64_t k = 0; k < S; k++) {
+              const double g = k == first ? ts_get(&c.gout[0], n * C + ch) : 0;
+              if (ts_get(&c.gin[0], (n * S + k) * C + ch) != g)
+                fail_msg("global_max_pool2d %s [%s] %d threads: dx row %lld channel %lld = %g, want %g",
+                         opf_dtype_name((opf_dtype)d), cl[i].spec, nt, (long long)k, (long long)ch,
+                         ts_get(&c.gin[0], (n * S + k) * C + ch), g);
+            }
+          }
+        opf_case_release(&c);
+      }
   omp_set_num_threads(saved);
   /* ties in short planes: the first maximum */
   const int64_t one[3] = {1, 1, 1}, zero[3] = {0, 0, 0};
   check_ties("global_max_pool1d", "x=3x13x7", 0, 3, 13, (int64_t[]){1, 1, 7},
              (int64_t[]){1, 1, 7}, one, zero);
+  /* ties channels-last, across the register blocks and the remainder */
+  check_ties("global_max_pool2d", "x=2x3x5x141 layout=NHWC", 1, 2, 141, (int64_t[]){1, 3, 5},
+             (int64_t[]){1, 3, 5}, one, zero);
 }
 
 int main(void) {
