@@ -1057,7 +1057,7 @@ int nn_conv_infer(opf_case *c, const nn_conv_spec *sp, nn_conv_geom *g) {
   opf_set_out(c, 0, c->dtype, nd + 2, shape);
   /* one workspace for every algorithm the case's implementations may pick */
   size_t ws = nn_conv_ws_bytes(g), alt = 0;
-  if (sp->transpose && nn_subpix_fits(g)) alt = nn_subpix_ws_bytes(g);
+  if (nn_subpix_fits(g) && (sp->transpose || nn_conv_strided(g))) alt = nn_subpix_ws_bytes(g);
   if (nn_wino_fits(g, c->dtype) && nn_wino_ws_bytes(g) > alt) alt = nn_wino_ws_bytes(g);
   c->ws_bytes = ws > alt ? ws : alt;
   return OPF_OK;
@@ -1104,6 +1104,15 @@ static int use_wino(const nn_conv_geom *g, opf_dtype dt, int algo) {
  * keep col2im, whose GEMM's M is C*taps). */
 static int use_subpix(const nn_conv_geom *g, int algo) {
   if (algo == NN_ALGO_GEMM || !nn_subpix_fits(g)) return 0;
+  return algo == NN_ALGO_FAST || g->C >= NN_SUBPIX_MIN_CH;
+}
+
+/* The phase decomposition for a strided convolution's data gradient (a transposed
+ * convolution's forward with the same weight): where it fits, from NN_SUBPIX_MIN_CH input
+ * channels (its GEMMs' M dimension). col2im's GEMM has M = C*taps but scatters every col row
+ * back into dx; the phases write each dx element once, from K = F*taps-of-the-phase. */
+static int use_subpix_dx(const nn_conv_geom *g, int algo) {
+  if (algo == NN_ALGO_GEMM || !nn_conv_strided(g) || !nn_subpix_fits(g)) return 0;
   return algo == NN_ALGO_FAST || g->C >= NN_SUBPIX_MIN_CH;
 }
 
@@ -1169,6 +1178,10 @@ int nn_conv_op_run_bwd(opf_case *c, int algo) {
   } else if (tr) {
     j.big = gy, j.small = dx, j.gsmall = x, j.dbig_sum = db;
     nn_conv_forward(&j);
+  } else if (use_subpix_dx(&g, algo)) { /* dw and db by the core, dx by phases */
+    j.big = x, j.gsmall = gy, j.dsmall_sum = db;
+    nn_conv_backward(&j);
+    nn_subpix_forward(&g, c->dtype, c->ws, c->ws_bytes, gy, w, NULL, dx);
   } else {
     j.big = x, j.gsmall = gy, j.dbig = dx, j.dsmall_sum = db;
     nn_conv_backward(&j);

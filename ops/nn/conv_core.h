@@ -90,9 +90,14 @@ void nn_wino_data_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const v
 void nn_wino_weight_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
                          const void *gy, void *dw);
 
-/* ---- phase decomposition of a transposed convolution's forward (conv_subpix.c): 1-3
- * spatial dims, channels-first, dilation 1, one group, at most 64 phases (stride product) ---- */
+/* ---- phase decomposition of a transposed convolution's forward, which is also a strided
+ * convolution's data gradient (conv_subpix.c): 1-3 spatial dims, channels-first, dilation 1,
+ * one group, at most 64 phases (stride product) ---- */
 int nn_subpix_fits(const nn_conv_geom *g);
+/* A stride above 1 along some axis (a convolution whose data gradient the phases serve). */
+static inline int nn_conv_strided(const nn_conv_geom *g) {
+  return g->s[0] * g->s[1] * g->s[2] > 1;
+}
 #define NN_SUBPIX_MIN_CH 16 /* the default picks it from this many output channels */
 size_t nn_subpix_ws_bytes(const nn_conv_geom *g);
 /* big = conv^T(small = x, w) + b per big channel (b may be NULL); ws: nn_subpix_ws_bytes. */

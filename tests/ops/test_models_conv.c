@@ -263,6 +263,11 @@ static void test_backward_blocked(void **state) {
       {"grouped_conv2d", "x=1x32x60x50 filters=32 kernel=3 pad=1 groups=8"},
       {"conv1d", "x=1x6x9001 filters=6 kernel=5 pad=4 dilation=2 groups=6"},
       {"conv2d_transpose", "x=2x6x30x29 filters=6 kernel=4 stride=2 pad=1 groups=6"},
+      /* strided data gradients by phases (from 16 input channels): odd sizes, pad, N = 1, 3 */
+      {"conv2d", "x=3x16x23x21 filters=12 kernel=3 stride=2 pad=1"},
+      {"conv2d", "x=1x17x30x25 filters=8 kernel=5 stride=3 pad=2 b=none"},
+      {"conv1d", "x=1x16x3001 filters=8 kernel=4 stride=2 pad=1"},
+      {"conv3d", "x=2x16x7x9x8 filters=4 kernel=3 stride=2 pad=1"},
       {"im2col", "x=3x5x70x61 kernel=3,3 stride=2 pad=1"},
       {"col2im", "x=1x45x4556 output_size=67,68 kernel=3,3 pad=1"},
   };
