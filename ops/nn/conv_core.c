@@ -490,6 +490,7 @@ void nn_conv_geom_finish(nn_conv_geom *g, opf_dtype dt) {
 /* ---- work plan: per-thread slots after the shared prepared weight ---- */
 typedef struct conv_slot {
   char *col, *gm, *dw, *dss, *dbs;
+  void *pk; /* nn_gemm's packing scratch (NULL: OpenBLAS) */
 } conv_slot;
 
 typedef struct conv_run {
@@ -503,10 +504,13 @@ typedef struct conv_run {
   int64_t R;         /* work items per image */
 } conv_run;
 
+/* nn_gemm's scratch per slot: float32 only (its own kernel). */
+static size_t gemm_ws(const nn_conv_geom *g) { return g->esz == 4 ? al64(nn_gemm_ws_bytes()) : 0; }
+
 static size_t slot_bytes(const nn_conv_geom *g) {
   size_t e = g->esz, colb = g->fast ? 0 : (size_t)(g->Kall * g->cols) * e;
   return al64(colb) + al64((size_t)(g->F * g->cols) * e) + al64((size_t)(g->F * g->Kc) * e) +
-         al64((size_t)g->F * e) + al64((size_t)g->C * e);
+         al64((size_t)g->F * e) + al64((size_t)g->C * e) + gemm_ws(g);
 }
 
 static size_t wp_bytes(const nn_conv_geom *g) { return al64((size_t)(g->F * g->Kc) * g->esz); }
@@ -524,6 +528,7 @@ static conv_slot slot_at(const conv_run *t, int k) {
   s.dw = s.gm + al64((size_t)(g->F * g->cols) * e);
   s.dss = s.dw + al64((size_t)(g->F * g->Kc) * e);
   s.dbs = s.dss + al64((size_t)g->F * e);
+  s.pk = gemm_ws(g) && !g->openblas ? s.dbs + al64((size_t)g->C * e) : NULL;
   return s;
 }
 
@@ -602,25 +607,25 @@ static const char *small_at(const nn_conv_geom *g, const char *m, int64_t ld, in
  * stores the position-major transposes, so the same products read Yt = colt W^T,
  * dcolt = Gt W and dW += Gt^T colt. B, C: the group's rows (channels-first) or columns
  * (channels-last) of (B, ldb) and (C, ldc). */
-static void gemm_w(const conv_run *t, int tr, int64_t gi, int64_t pb, const char *B, int64_t ldb,
-                   char *C, int64_t ldc) {
+static void gemm_w(const conv_run *t, const conv_slot *s, int tr, int64_t gi, int64_t pb,
+                   const char *B, int64_t ldb, char *C, int64_t ldc) {
   const nn_conv_geom *g = t->g;
   opf_dtype dt = t->j->dt;
   size_t e = g->esz;
   const char *w = t->wp + (size_t)(gi * g->Fg * g->Kc) * e;
   int64_t M = tr ? g->Kc : g->Fg, K = tr ? g->Fg : g->Kc;
   if (g->nhwc) {
-    lin_gemm(dt, 0, !tr, pb, M, K, B + (size_t)(gi * K) * e, ldb, w, g->Kc, 0.0,
-             C + (size_t)(gi * M) * e, ldc);
+    nn_gemm(dt, 0, !tr, pb, M, K, B + (size_t)(gi * K) * e, ldb, w, g->Kc, 0.0,
+            C + (size_t)(gi * M) * e, ldc, s->pk);
     return;
   }
   B += (size_t)(gi * K * ldb) * e, C += (size_t)(gi * M * ldc) * e;
   if (g->small) t->k->small_nn(M, pb, K, w, tr ? 1 : g->Kc, tr ? g->Kc : 1, B, ldb, C, ldc);
-  else lin_gemm(dt, tr, 0, M, pb, K, w, g->Kc, B, ldb, 0.0, C, ldc);
+  else nn_gemm(dt, tr, 0, M, pb, K, w, g->Kc, B, ldb, 0.0, C, ldc, s->pk);
 }
 
-static void gemm_dw(const conv_run *t, int64_t gi, int64_t pb, const char *G, int64_t ldg,
-                    const char *col, int64_t ldc, char *dw) {
+static void gemm_dw(const conv_run *t, const conv_slot *s, int64_t gi, int64_t pb, const char *G,
+                    int64_t ldg, const char *col, int64_t ldc, char *dw) {
   const nn_conv_geom *g = t->g;
   opf_dtype dt = t->j->dt;
   size_t e = g->esz;
@@ -631,11 +636,11 @@ static void gemm_dw(const conv_run *t, int64_t gi, int64_t pb, const char *G, in
     t->k->small_nt(g->Fg, g->Kc, pb, G + (size_t)(gi * g->Fg * ldg) * e, ldg,
                    col + (size_t)(gi * g->Kc * ldc) * e, ldc, d, g->Kc);
   else if (!g->nhwc)
-    lin_gemm(dt, 0, 1, g->Fg, g->Kc, pb, G + (size_t)(gi * g->Fg * ldg) * e, ldg,
-             col + (size_t)(gi * g->Kc * ldc) * e, ldc, 1.0, d, g->Kc);
+    nn_gemm(dt, 0, 1, g->Fg, g->Kc, pb, G + (size_t)(gi * g->Fg * ldg) * e, ldg,
+            col + (size_t)(gi * g->Kc * ldc) * e, ldc, 1.0, d, g->Kc, s->pk);
   else
-    lin_gemm(dt, 1, 0, g->Fg, g->Kc, pb, G + (size_t)(gi * g->Fg) * e, ldg,
-             col + (size_t)(gi * g->Kc) * e, ldc, 1.0, d, g->Kc);
+    nn_gemm(dt, 1, 0, g->Fg, g->Kc, pb, G + (size_t)(gi * g->Fg) * e, ldg,
+            col + (size_t)(gi * g->Kc) * e, ldc, 1.0, d, g->Kc, s->pk);
 }
 
 /* Forward item: small positions of slabs [oa, ob) of image n, block by block. */
@@ -657,12 +662,12 @@ static void fwd_item(const conv_run *t, int64_t n, int64_t r, const conv_slot *s
       char *yb = (char *)small_at(g, yn, ld, b0);
       if (g->dwise) t->k->dw_fwd(yb, ld, bn, t->wp, g, b0, b1);
       else
-        for (int64_t gi = 0; gi < g->groups; gi++) gemm_w(t, 0, gi, pb, col, ldc, yb, ld);
+        for (int64_t gi = 0; gi < g->groups; gi++) gemm_w(t, s, 0, gi, pb, col, ldc, yb, ld);
       if (epi) t->k->epi(yn, ld, b0, pb, g->F, g->nhwc, j->scale, j->shift, j->relu);
     }
     if (gn)
       for (int64_t gi = 0; gi < g->groups; gi++)
-        gemm_dw(t, gi, pb, small_at(g, gn, ld, b0), ld, col, ldc, s->dw);
+        gemm_dw(t, s, gi, pb, small_at(g, gn, ld, b0), ld, col, ldc, s->dw);
   }
   if (j->dbig_sum && ia < ib)
     t->k->sums(s->dbs, bn, g->S, ia * g->Sin, (ib - ia) * g->Sin, g->C, g->nhwc);
@@ -707,7 +712,7 @@ static void bwd_item(const conv_run *t, int64_t n, int64_t r, const conv_slot *s
       if (j->dw) {
         int64_t ldc;
         const char *col = col_view(t, s, bn, w0, w1, &ldc);
-        for (int64_t gi = 0; gi < g->groups; gi++) gemm_dw(t, gi, w1 - w0, Gw, ldg, col, ldc, s->dw);
+        for (int64_t gi = 0; gi < g->groups; gi++) gemm_dw(t, s, gi, w1 - w0, Gw, ldg, col, ldc, s->dw);
       }
       if (j->dsmall_sum) k->sums(s->dss, Gw, ldg, 0, w1 - w0, g->F, g->nhwc);
     }
@@ -722,7 +727,7 @@ static void bwd_item(const conv_run *t, int64_t n, int64_t r, const conv_slot *s
     int64_t ldc = g->nhwc ? g->Kall : x1 - x0;
     if (g->fast) /* the data gradient is its own col block */
       col = dxn + (size_t)(g->nhwc ? x0 * g->C : x0) * e, ldc = g->nhwc ? g->C : g->S;
-    for (int64_t gi = 0; gi < g->groups; gi++) gemm_w(t, 1, gi, x1 - x0, Gx, ldg, col, ldc);
+    for (int64_t gi = 0; gi < g->groups; gi++) gemm_w(t, s, 1, gi, x1 - x0, Gx, ldg, col, ldc);
     if (!g->fast) k->col2im[g->nhwc](dxn, col, ldc, g, x0, x1, ia, ib, NULL);
   }
   if (j->bigshift && dxn && ia < ib)
@@ -1129,6 +1134,7 @@ static void big_sums(const nn_conv_geom *g, opf_dtype dt, const void *big, void 
 int nn_conv_op_run_fwd(opf_case *c, int algo) {
   nn_conv_geom g;
   nn_conv_op_geom(c, &g);
+  g.openblas = algo == NN_ALGO_GEMM || algo == NN_ALGO_BLAS;
   int tr = op_spec(c).transpose;
   const void *x = c->in[0].data, *w = c->in[1].data;
   void *y = c->out[0].data;
@@ -1157,6 +1163,7 @@ int nn_conv_op_forward(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_AUTO)
 int nn_conv_op_run_bwd(opf_case *c, int algo) {
   nn_conv_geom g;
   nn_conv_op_geom(c, &g);
+  g.openblas = algo == NN_ALGO_GEMM || algo == NN_ALGO_BLAS;
   void *db = c->present[2] ? c->gin[2].data : NULL;
   int tr = op_spec(c).transpose;
   const void *x = c->in[0].data, *w = c->in[1].data, *gy = c->gout[0].data;

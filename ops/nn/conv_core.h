@@ -20,6 +20,8 @@ typedef struct nn_conv_geom {
   int fast;              /* 1x1, stride 1, no padding: the big tensor is its own col matrix */
   int small;             /* groups small enough for the hand-written products (not BLAS) */
   int dwise;             /* one channel per group (depthwise): direct products, no col */
+  int openblas;          /* every GEMM by OpenBLAS, not nn_gemm's own kernel (set by the caller
+                          * after nn_conv_geom_finish: the built-in "im2col"/"col2im" impls) */
   int64_t N, C, F;       /* images, big channels, small channels */
   int64_t groups, Cg, Fg;
   int64_t in[3], out[3]; /* big and small spatial extents */
@@ -104,6 +106,15 @@ size_t nn_subpix_ws_bytes(const nn_conv_geom *g);
 void nn_subpix_forward(const nn_conv_geom *g, opf_dtype dt, void *ws, size_t ws_bytes,
                        const void *x, const void *w, const void *b, void *y);
 
+/* ---- the convolutions' GEMM (conv_gemm.c): row-major C = op(A) op(B) + beta C, single
+ * threaded; float32 on AVX-512 CPUs by its own packed kernel (scratch: nn_gemm_ws_bytes()
+ * bytes, any alignment), everything else (or scratch NULL) by lin_gemm (OpenBLAS) ---- */
+size_t nn_gemm_ws_bytes(void);
+int nn_gemm_own(opf_dtype dt, int64_t M, int64_t N, int64_t K); /* would nn_gemm use its own */
+void nn_gemm(opf_dtype dt, int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A,
+             int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc,
+             void *ws);
+
 /* ---- naive references (double accumulation, one element at a time) ---- */
 /* small[n, f, o] = b[f] + sum_{c, t} big[n, c, o*s - p + t*d] w[f, c, t] */
 void nn_conv_ref_fwd(const nn_conv_geom *g, opf_dtype dt, const void *big, const void *w,
@@ -172,8 +183,9 @@ int nn_conv_op_backward(opf_case *c);
 /* The same passes with the algorithm chosen (the built-in implementations, conv_impls.c):
  * NN_ALGO_AUTO the default (the fastest that fits), NN_ALGO_GEMM the im2col/col2im core
  * always, NN_ALGO_FAST Winograd (3x3 stride 1, plain or transposed) or else the phase
- * decomposition (transposed) wherever they fit, the core elsewhere. */
-enum { NN_ALGO_AUTO, NN_ALGO_GEMM, NN_ALGO_FAST };
+ * decomposition (transposed) wherever they fit, the core elsewhere; NN_ALGO_BLAS the default's
+ * choices with every GEMM by OpenBLAS (NN_ALGO_GEMM uses OpenBLAS too), not nn_gemm's kernel. */
+enum { NN_ALGO_AUTO, NN_ALGO_GEMM, NN_ALGO_FAST, NN_ALGO_BLAS };
 int nn_conv_op_run_fwd(opf_case *c, int algo);
 int nn_conv_op_run_bwd(opf_case *c, int algo);
 int nn_conv_op_reference(opf_case *c);

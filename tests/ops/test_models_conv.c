@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "test_support.h"
+#include "nn/conv_core.h"
 
 /* Bytes follow the default model: fwd = inputs + outputs; bwd = gout (= outputs) + inputs +
  * the gradients of the differentiable inputs. float32 throughout. */
@@ -280,6 +281,59 @@ static void test_backward_blocked(void **state) {
   omp_set_num_threads(saved);
 }
 
+/* The convolutions' own float32 GEMM (conv_gemm.c) against a double-precision product on
+ * sizes that cross every blocking boundary (register tile 14 x 32, KC 256, MC 224, NC 1024),
+ * each transpose, beta 0 (C never read: prefilled with NaN), 1 and 0.5, leading dimensions
+ * wider than the matrices. On a CPU without AVX-512 this checks the OpenBLAS fallback. */
+static void test_gemm_own(void **state) {
+  (void)state;
+  static const int64_t sizes[][3] = {{15, 33, 257}, {14, 32, 256}, {225, 1025, 300}, {64, 64, 64},
+                                     {229, 47, 513}, {5, 1100, 30}};
+  void *ws = opf_alloc(nn_gemm_ws_bytes());
+  int own = 0;
+  opf_rng rng;
+  opf_rng_init(&rng, 17, 0);
+  for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++)
+    for (int tr = 0; tr < 4; tr++)
+      for (int bi = 0; bi < 3; bi++) {
+        int ta = tr & 1, tb = tr >> 1;
+        int64_t M = sizes[z][0], N = sizes[z][1], K = sizes[z][2];
+        int64_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 5, ldc = N + 7;
+        double beta = bi == 0 ? 0 : bi == 1 ? 1 : 0.5;
+        float *A = opf_alloc(sizeof(float) * (size_t)((ta ? K : M) * lda));
+        float *B = opf_alloc(sizeof(float) * (size_t)((tb ? N : K) * ldb));
+        float *C = opf_alloc(sizeof(float) * (size_t)(M * ldc));
+        double *R = opf_alloc(sizeof(double) * (size_t)(M * N));
+        for (int64_t i = 0; i < (ta ? K : M) * lda; i++) A[i] = (float)(opf_rng_uniform(&rng) - 0.5);
+        for (int64_t i = 0; i < (tb ? N : K) * ldb; i++) B[i] = (float)(opf_rng_uniform(&rng) - 0.5);
+        for (int64_t i = 0; i < M * ldc; i++) C[i] = beta == 0 ? NAN : (float)(opf_rng_uniform(&rng) - 0.5);
+        for (int64_t i = 0; i < M; i++)
+          for (int64_t j = 0; j < N; j++) {
+            double acc = beta == 0 ? 0 : beta * C[i * ldc + j];
+            for (int64_t k = 0; k < K; k++)
+              acc += (double)(ta ? A[k * lda + i] : A[i * lda + k]) *
+                     (tb ? B[j * ldb + k] : B[k * ldb + j]);
+            R[i * N + j] = acc;
+          }
+        own |= nn_gemm_own(OPF_F32, M, N, K);
+        nn_gemm(OPF_F32, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, ws);
+        for (int64_t i = 0; i < M; i++)
+          for (int64_t j = 0; j < N; j++)
+            if (!(fabs(C[i * ldc + j] - R[i * N + j]) <= 1e-5 * sqrt((double)K) + 1e-6))
+              fail_msg("gemm %lldx%lldx%lld ta=%d tb=%d beta=%g: C[%lld,%lld] = %.8g, expected %.8g",
+                       (long long)M, (long long)N, (long long)K, ta, tb, beta, (long long)i,
+                       (long long)j, C[i * ldc + j], R[i * N + j]);
+        for (int64_t i = 0; i < M; i++) /* the columns past N are the caller's */
+          for (int64_t j = N; j < ldc; j++)
+            if (beta == 0 ? !isnan(C[i * ldc + j]) : isnan(C[i * ldc + j]))
+              fail_msg("gemm %lldx%lldx%lld wrote C[%lld,%lld] past N", (long long)M, (long long)N,
+                       (long long)K, (long long)i, (long long)j);
+        opf_free(A), opf_free(B), opf_free(C), opf_free(R);
+      }
+  if (__builtin_cpu_supports("avx512f")) assert_true(own);
+  opf_free(ws);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden_conv),      cmocka_unit_test(test_golden_transpose),
@@ -287,6 +341,7 @@ int main(void) {
       cmocka_unit_test(test_derived_shapes),   cmocka_unit_test(test_conv_errors),
       cmocka_unit_test(test_transpose_errors), cmocka_unit_test(test_cols_errors),
       cmocka_unit_test(test_fused_errors),     cmocka_unit_test(test_backward_blocked),
+      cmocka_unit_test(test_gemm_own),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
