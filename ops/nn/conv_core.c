@@ -498,6 +498,8 @@ typedef struct conv_run {
   const nn_conv_geom *g;
   const conv_kern *k;
   const char *wp;    /* weight in GEMM order */
+  const char *wpk;   /* the weight packed for nn_gemm_pre, per group (NULL: not packed) */
+  size_t wpk_group;  /* bytes per group of wpk */
   char *slots;
   size_t slot_bytes;
   int nt;            /* threads */
@@ -513,7 +515,16 @@ static size_t slot_bytes(const nn_conv_geom *g) {
          al64((size_t)g->F * e) + al64((size_t)g->C * e) + gemm_ws(g);
 }
 
-static size_t wp_bytes(const nn_conv_geom *g) { return al64((size_t)(g->F * g->Kc) * g->esz); }
+/* The weight packed for the products with it (gemm_w), per group: float32 only. */
+static size_t wpk_group_bytes(const nn_conv_geom *g) {
+  size_t a = nn_gemm_pack_bytes(g->Fg, g->Kc), b = nn_gemm_pack_bytes(g->Kc, g->Fg);
+  return g->esz == 4 ? al64(a > b ? a : b) : 0;
+}
+
+/* The weight in GEMM order, then the packed weight. */
+static size_t wp_bytes(const nn_conv_geom *g) {
+  return al64((size_t)(g->F * g->Kc) * g->esz) + (size_t)g->groups * wpk_group_bytes(g);
+}
 
 size_t nn_conv_ws_bytes(const nn_conv_geom *g) {
   return wp_bytes(g) + (size_t)omp_get_max_threads() * slot_bytes(g);
@@ -557,10 +568,32 @@ static void run_init(conv_run *t, const nn_conv_job *j, const void *wscale) {
   t->nt = (int)nt;
   t->R = nt / gcd64(g->N, nt);
   t->wp = j->w;
+  t->wpk = NULL;
   if (j->w && (g->nhwc || wscale)) {
     t->k->wprep(j->ws, j->w, g, wscale, 0);
     t->wp = j->ws;
   }
+}
+
+/* Packs each group's weight once for the products gemm_w runs with it on every block (tr as
+ * there), when nn_gemm's own kernel serves them: float32 AVX-512, not the hand-written small
+ * products, not depthwise. Serial: one pass over the weight per call. */
+static void run_pack(conv_run *t, int tr) {
+  const nn_conv_geom *g = t->g;
+  int64_t M = tr ? g->Kc : g->Fg, K = tr ? g->Fg : g->Kc, pb = g->cols; /* a whole block */
+  if (!t->j->w || g->openblas || g->dwise || (g->small && !g->nhwc) || !wpk_group_bytes(g) ||
+      !nn_gemm_own(t->j->dt, g->nhwc ? pb : M, g->nhwc ? M : pb, K))
+    return;
+  t->wpk_group = wpk_group_bytes(g);
+  char *dst = (char *)t->j->ws + al64((size_t)(g->F * g->Kc) * g->esz);
+  for (int64_t gi = 0; gi < g->groups; gi++) {
+    const char *w = t->wp + (size_t)(gi * g->Fg * g->Kc) * g->esz;
+    char *d = dst + (size_t)gi * t->wpk_group;
+    /* channels-first: op(A) = W (Fg x Kc) or W^T; channels-last: op(B) = W^T or W */
+    if (!g->nhwc) nn_gemm_pack(0, tr, tr ? g->Kc : g->Fg, tr ? g->Fg : g->Kc, w, g->Kc, d);
+    else nn_gemm_pack(1, !tr, tr ? g->Kc : g->Fg, tr ? g->Fg : g->Kc, w, g->Kc, d);
+  }
+  t->wpk = dst;
 }
 
 /* Owned ranges of item r along the outer axis: small slabs [*oa, *ob), big slabs [*ia, *ib),
@@ -614,6 +647,16 @@ static void gemm_w(const conv_run *t, const conv_slot *s, int tr, int64_t gi, in
   size_t e = g->esz;
   const char *w = t->wp + (size_t)(gi * g->Fg * g->Kc) * e;
   int64_t M = tr ? g->Kc : g->Fg, K = tr ? g->Fg : g->Kc;
+  if (t->wpk) { /* the weight packed once per call (run_pack) */
+    const char *pk = t->wpk + (size_t)gi * t->wpk_group;
+    if (g->nhwc)
+      nn_gemm_pre(0, !tr, pb, M, K, B + (size_t)(gi * K) * e, ldb, NULL, 0, 0.0,
+                  C + (size_t)(gi * M) * e, ldc, s->pk, NULL, pk);
+    else
+      nn_gemm_pre(tr, 0, M, pb, K, NULL, 0, B + (size_t)(gi * K * ldb) * e, ldb, 0.0,
+                  C + (size_t)(gi * M * ldc) * e, ldc, s->pk, pk, NULL);
+    return;
+  }
   if (g->nhwc) {
     nn_gemm(dt, 0, !tr, pb, M, K, B + (size_t)(gi * K) * e, ldb, w, g->Kc, 0.0,
             C + (size_t)(gi * M) * e, ldc, s->pk);
@@ -778,12 +821,14 @@ static void run_items(const conv_run *t, int bwd) {
 void nn_conv_forward(const nn_conv_job *j) {
   conv_run t;
   run_init(&t, j, NULL);
+  if (j->small) run_pack(&t, 0);
   run_items(&t, 0);
 }
 
 void nn_conv_backward(const nn_conv_job *j) {
   conv_run t;
   run_init(&t, j, j->gscale);
+  if (j->dbig) run_pack(&t, 1);
   run_items(&t, 1);
 }
 

@@ -114,6 +114,17 @@ int nn_gemm_own(opf_dtype dt, int64_t M, int64_t N, int64_t K); /* would nn_gemm
 void nn_gemm(opf_dtype dt, int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A,
              int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc,
              void *ws);
+/* An operand used by many products (a convolution's weight) packed once: side 0 is op(A)
+ * (MN = M rows), side 1 op(B) (MN = N columns), trans its ta/tb, ld its leading dimension;
+ * dst nn_gemm_pack_bytes(MN, K) bytes, 64-byte aligned. Only where nn_gemm_own says so. */
+size_t nn_gemm_pack_bytes(int64_t MN, int64_t K);
+void nn_gemm_pack(int side, int trans, int64_t MN, int64_t K, const void *X, int64_t ld,
+                  void *dst);
+/* nn_gemm by its own kernel (float32, nn_gemm_own) with op(A) and/or op(B) prepacked
+ * (apk / bpk not NULL: A / B and its transpose flag are then not read). */
+void nn_gemm_pre(int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
+                 const void *B, int64_t ldb, double beta, void *C, int64_t ldc, void *ws,
+                 const void *apk, const void *bpk);
 
 /* ---- naive references (double accumulation, one element at a time) ---- */
 /* small[n, f, o] = b[f] + sum_{c, t} big[n, c, o*s - p + t*d] w[f, c, t] */

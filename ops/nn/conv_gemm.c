@@ -15,7 +15,9 @@
 #define GM_MC (GM_MR * 16)
 #define GM_NC (GM_NR * 32)
 
-/* Fewer multiply-adds than this: OpenBLAS's call overhead is smaller than our packing. */
+/* Fewer multiply-adds than this, or a dimension below the register tile (most of the tile
+ * wasted) or K < 32 (packing costs more than the products: a transposed convolution's 4x4
+ * planes gave 16-wide blocks, 1.7x slower than OpenBLAS): OpenBLAS. */
 #define GM_MIN_MACS (64.0 * 64 * 64)
 
 size_t nn_gemm_ws_bytes(void) {
@@ -123,18 +125,26 @@ __attribute__((target("avx512f"))) static void micro(int64_t kc, const float *re
   }
 }
 
+/* A prepacked operand (nn_gemm_pack): KC blocks one after another, each the whole operand's
+ * strips (rows padded to a multiple of the strip width). */
+static int64_t padded(int64_t n, int64_t r) { return (n + r - 1) / r * r; }
+
 static void sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-                  const float *B, int64_t ldb, float beta, float *C, int64_t ldc, void *ws) {
+                  const float *B, int64_t ldb, float beta, float *C, int64_t ldc, void *ws,
+                  const float *apk, const float *bpk) {
   float *bp = (float *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);
   float *ap = bp + GM_KC * GM_NC;
+  const int64_t Mp = padded(M, GM_MR), Np = padded(N, GM_NR);
   for (int64_t j0 = 0; j0 < N; j0 += GM_NC) {
     int64_t nc = N - j0 < GM_NC ? N - j0 : GM_NC;
     for (int64_t p0 = 0; p0 < K; p0 += GM_KC) {
       int64_t kc = K - p0 < GM_KC ? K - p0 : GM_KC;
-      pack_b(bp, B, ldb, tb, p0, kc, j0, nc);
+      if (bpk) bp = (float *)bpk + p0 * Np + j0 * kc;
+      else pack_b(bp, B, ldb, tb, p0, kc, j0, nc);
       for (int64_t i0 = 0; i0 < M; i0 += GM_MC) {
         int64_t mc = M - i0 < GM_MC ? M - i0 : GM_MC;
-        pack_a(ap, A, lda, ta, i0, mc, p0, kc);
+        if (apk) ap = (float *)apk + p0 * Mp + i0 * kc;
+        else pack_a(ap, A, lda, ta, i0, mc, p0, kc);
         for (int64_t js = 0; js < nc; js += GM_NR)
           for (int64_t is = 0; is < mc; is += GM_MR)
             micro(kc, ap + is * kc, bp + js * kc, C + (i0 + is) * ldc + j0 + js, ldc,
@@ -147,21 +157,56 @@ static void sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *
 
 int nn_gemm_own(opf_dtype dt, int64_t M, int64_t N, int64_t K) {
   return dt == OPF_F32 && have_avx512() && (double)M * (double)N * (double)K >= GM_MIN_MACS &&
-         M >= 4 && N >= 8;
+         M >= GM_MR && N >= GM_NR && K >= 32;
+}
+
+void nn_gemm_pack(int side, int trans, int64_t MN, int64_t K, const void *X, int64_t ld,
+                  void *dst) {
+  const int64_t R = side ? GM_NR : GM_MR, Xp = padded(MN, R);
+  for (int64_t p0 = 0; p0 < K; p0 += GM_KC) {
+    int64_t kc = K - p0 < GM_KC ? K - p0 : GM_KC;
+    if (side) pack_b((float *)dst + p0 * Xp, X, ld, trans, p0, kc, 0, MN);
+    else pack_a((float *)dst + p0 * Xp, X, ld, trans, 0, MN, p0, kc);
+  }
 }
 #else
 int nn_gemm_own(opf_dtype dt, int64_t M, int64_t N, int64_t K) {
   (void)dt, (void)M, (void)N, (void)K;
   return 0;
 }
+void nn_gemm_pack(int side, int trans, int64_t MN, int64_t K, const void *X, int64_t ld,
+                  void *dst) {
+  (void)side, (void)trans, (void)MN, (void)K, (void)X, (void)ld, (void)dst;
+}
 #endif
+
+size_t nn_gemm_pack_bytes(int64_t MN, int64_t K) {
+  return (size_t)(((MN + GM_NR - 1) / GM_NR * GM_NR + GM_NR) * K) * sizeof(float) + 64;
+}
+
+void nn_gemm_pre(int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
+                 const void *B, int64_t ldb, double beta, void *C, int64_t ldc, void *ws,
+                 const void *apk, const void *bpk) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (K > 0) sgemm(ta, tb, M, N, K, A, lda, B, ldb, (float)beta, C, ldc, ws, apk, bpk);
+  else if (beta != 1.0) /* an empty sum: C = beta C */
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) {
+        float *c = (float *)C + i * ldc + j;
+        *c = beta == 0 ? 0 : (float)beta * *c;
+      }
+#else
+  (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)ldb;
+  (void)beta, (void)C, (void)ldc, (void)ws, (void)apk, (void)bpk;
+#endif
+}
 
 void nn_gemm(opf_dtype dt, int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A,
              int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc,
              void *ws) {
 #if defined(__x86_64__) && defined(__GNUC__)
   if (ws && K > 0 && nn_gemm_own(dt, M, N, K)) {
-    sgemm(ta, tb, M, N, K, A, lda, B, ldb, (float)beta, C, ldc, ws);
+    sgemm(ta, tb, M, N, K, A, lda, B, ldb, (float)beta, C, ldc, ws, NULL, NULL);
     return;
   }
 #else

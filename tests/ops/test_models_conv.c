@@ -316,7 +316,24 @@ static void test_gemm_own(void **state) {
             R[i * N + j] = acc;
           }
         own |= nn_gemm_own(OPF_F32, M, N, K);
+        float *C0 = opf_alloc(sizeof(float) * (size_t)(M * ldc)), *pk = NULL;
+        memcpy(C0, C, sizeof(float) * (size_t)(M * ldc));
         nn_gemm(OPF_F32, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, ws);
+        if (nn_gemm_own(OPF_F32, M, N, K)) { /* A or B packed once: the same product */
+          int side = (int)(z + (size_t)tr) % 2;
+          pk = opf_alloc(nn_gemm_pack_bytes(side ? N : M, K));
+          if (side) nn_gemm_pack(1, tb, N, K, B, ldb, pk);
+          else nn_gemm_pack(0, ta, M, K, A, lda, pk);
+          nn_gemm_pre(ta, tb, M, N, K, A, lda, B, ldb, beta, C0, ldc, ws, side ? NULL : pk,
+                      side ? pk : NULL);
+          for (int64_t i = 0; i < M * ldc; i++)
+            if (memcmp(&C0[i], &C[i], sizeof(float)))
+              fail_msg("gemm %lldx%lldx%lld ta=%d tb=%d: prepacked %s gives %.8g at %lld, not %.8g",
+                       (long long)M, (long long)N, (long long)K, ta, tb, side ? "B" : "A", C0[i],
+                       (long long)i, C[i]);
+          opf_free(pk);
+        }
+        opf_free(C0);
         for (int64_t i = 0; i < M; i++)
           for (int64_t j = 0; j < N; j++)
             if (!(fabs(C[i * ldc + j] - R[i * N + j]) <= 1e-5 * sqrt((double)K) + 1e-6))
@@ -334,6 +351,59 @@ static void test_gemm_own(void **state) {
   opf_free(ws);
 }
 
+/* The float32 kernels the float64 checks cannot reach (conv_gemm.c's kernel with the weight
+ * packed once per call, inside the im2col core, Winograd and the phase decomposition):
+ * forward and backward in float32 against float64 on the same generated inputs, 1 and 2
+ * threads, shapes where those paths run (channels above the small products' limits, stride
+ * 2 with odd sizes, padding, both layouts, N = 1 and odd N). */
+static void check_f32(const char *name, const char *spec) {
+  const opf_op *op = ts_op(name);
+  opf_case c32, c64;
+  ts_case_ready(&c32, op, OPF_F32, spec, 1, 21);
+  ts_case_ready(&c64, op, OPF_F64, spec, 1, 21);
+  if (op->forward(&c32) || op->backward(&c32) || op->forward(&c64) || op->backward(&c64))
+    fail_msg("%s [%s]: %s%s", name, spec, c32.err.msg, c64.err.msg);
+  char msg[256];
+  for (int i = -1; i < op->n_in; i++) {
+    const opf_tensor *a = i < 0 ? &c32.out[0] : &c32.gin[i], *b = i < 0 ? &c64.out[0] : &c64.gin[i];
+    if (!a->data) continue;
+    opf_tensor wide;
+    opf_err e;
+    opf_tensor_set_shape(&wide, OPF_F64, a->ndim, a->shape);
+    if (opf_tensor_alloc(&wide, &e)) fail_msg("%s", e.msg);
+    for (int64_t k = 0; k < opf_numel(&wide); k++) ts_set(&wide, k, ts_get(a, k));
+    if (ts_compare(&wide, b, 1e-3, msg, sizeof msg))
+      fail_msg("%s [%s] %d threads: float32 %s%s differs from float64: %s", name, spec,
+               omp_get_max_threads(), i < 0 ? "output" : "gradient of ", i < 0 ? "" : op->in[i].name, msg);
+    opf_tensor_free(&wide);
+  }
+  opf_case_release(&c32);
+  opf_case_release(&c64);
+}
+
+static void test_float32_paths(void **state) {
+  (void)state;
+  static const char *cases[][2] = {
+      {"conv2d", "x=3x40x15x13 filters=70 kernel=3 stride=2 pad=1"},
+      {"conv2d", "x=1x15x13x40 filters=40 kernel=3 stride=2 pad=1 layout=NHWC"},
+      {"conv2d", "x=3x70x9x7 filters=48 kernel=1"},
+      {"conv2d", "x=2x9x7x40 filters=48 kernel=1 layout=NHWC b=none"},
+      {"conv2d", "x=2x33x17x15 filters=35 kernel=3 pad=1"},
+      {"conv2d", "x=1x17x15x33 filters=35 kernel=3 pad=1 layout=NHWC"},
+      {"conv2d_transpose", "x=3x40x7x9 filters=36 kernel=4 stride=2 pad=1"},
+      {"conv2d_transpose", "x=1x7x9x40 filters=36 kernel=4 stride=2 pad=1 layout=NHWC"},
+      {"conv1d", "x=2x48x301 filters=40 kernel=3 stride=2 pad=1"},
+      {"conv3d", "x=1x20x5x9x7 filters=40 kernel=3 stride=2 pad=1"},
+  };
+  int saved = omp_get_max_threads();
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+    for (int threads = 1; threads <= 2; threads++) {
+      omp_set_num_threads(threads);
+      check_f32(cases[k][0], cases[k][1]);
+    }
+  omp_set_num_threads(saved);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden_conv),      cmocka_unit_test(test_golden_transpose),
@@ -341,7 +411,7 @@ int main(void) {
       cmocka_unit_test(test_derived_shapes),   cmocka_unit_test(test_conv_errors),
       cmocka_unit_test(test_transpose_errors), cmocka_unit_test(test_cols_errors),
       cmocka_unit_test(test_fused_errors),     cmocka_unit_test(test_backward_blocked),
-      cmocka_unit_test(test_gemm_own),
+      cmocka_unit_test(test_gemm_own),         cmocka_unit_test(test_float32_paths),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
