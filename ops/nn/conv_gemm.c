@@ -15,9 +15,10 @@
 #define GM_MC (GM_MR * 16)
 #define GM_NC (GM_NR * 32)
 
-/* Fewer multiply-adds than this, or a dimension below the register tile (most of the tile
- * wasted) or K < 32 (packing costs more than the products: a transposed convolution's 4x4
- * planes gave 16-wide blocks, 1.7x slower than OpenBLAS): OpenBLAS. */
+/* Fewer multiply-adds than this, M below two register tiles or N below one (much of the tile
+ * wasted: 16-filter groups' weight gradients, M = 16, ran 1.27x slower than OpenBLAS) or
+ * K < 32 (packing costs more than the products: a transposed convolution's 4x4 planes gave
+ * 16-wide blocks, 1.7x slower than OpenBLAS): OpenBLAS. */
 #define GM_MIN_MACS (64.0 * 64 * 64)
 
 size_t nn_gemm_ws_bytes(void) {
@@ -157,7 +158,7 @@ static void sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *
 
 int nn_gemm_own(opf_dtype dt, int64_t M, int64_t N, int64_t K) {
   return dt == OPF_F32 && have_avx512() && (double)M * (double)N * (double)K >= GM_MIN_MACS &&
-         M >= GM_MR && N >= GM_NR && K >= 32;
+         M >= 2 * GM_MR && N >= GM_NR && K >= 32;
 }
 
 void nn_gemm_pack(int side, int trans, int64_t MN, int64_t K, const void *X, int64_t ld,
