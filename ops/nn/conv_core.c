@@ -490,6 +490,7 @@ void nn_conv_geom_finish(nn_conv_geom *g, opf_dtype dt) {
 /* ---- work plan: per-thread slots after the shared prepared weight ---- */
 typedef struct conv_slot {
   char *col, *gm, *dw, *dss, *dbs;
+  void *pk; /* nn_gemm's packing scratch (NULL: OpenBLAS) */
 } conv_slot;
 
 typedef struct conv_run {
@@ -497,19 +498,33 @@ typedef struct conv_run {
   const nn_conv_geom *g;
   const conv_kern *k;
   const char *wp;    /* weight in GEMM order */
+  const char *wpk;   /* the weight packed for nn_gemm_pre, per group (NULL: not packed) */
+  size_t wpk_group;  /* bytes per group of wpk */
   char *slots;
   size_t slot_bytes;
   int nt;            /* threads */
   int64_t R;         /* work items per image */
 } conv_run;
 
+/* nn_gemm's scratch per slot: float32 only (its own kernel). */
+static size_t gemm_ws(const nn_conv_geom *g) { return g->esz == 4 ? al64(nn_gemm_ws_bytes()) : 0; }
+
 static size_t slot_bytes(const nn_conv_geom *g) {
   size_t e = g->esz, colb = g->fast ? 0 : (size_t)(g->Kall * g->cols) * e;
   return al64(colb) + al64((size_t)(g->F * g->cols) * e) + al64((size_t)(g->F * g->Kc) * e) +
-         al64((size_t)g->F * e) + al64((size_t)g->C * e);
+         al64((size_t)g->F * e) + al64((size_t)g->C * e) + gemm_ws(g);
 }
 
-static size_t wp_bytes(const nn_conv_geom *g) { return al64((size_t)(g->F * g->Kc) * g->esz); }
+/* The weight packed for the products with it (gemm_w), per group: float32 only. */
+static size_t wpk_group_bytes(const nn_conv_geom *g) {
+  size_t a = nn_gemm_pack_bytes(g->Fg, g->Kc), b = nn_gemm_pack_bytes(g->Kc, g->Fg);
+  return g->esz == 4 ? al64(a > b ? a : b) : 0;
+}
+
+/* The weight in GEMM order, then the packed weight. */
+static size_t wp_bytes(const nn_conv_geom *g) {
+  return al64((size_t)(g->F * g->Kc) * g->esz) + (size_t)g->groups * wpk_group_bytes(g);
+}
 
 size_t nn_conv_ws_bytes(const nn_conv_geom *g) {
   return wp_bytes(g) + (size_t)omp_get_max_threads() * slot_bytes(g);
@@ -524,6 +539,7 @@ static conv_slot slot_at(const conv_run *t, int k) {
   s.dw = s.gm + al64((size_t)(g->F * g->cols) * e);
   s.dss = s.dw + al64((size_t)(g->F * g->Kc) * e);
   s.dbs = s.dss + al64((size_t)g->F * e);
+  s.pk = gemm_ws(g) && !g->openblas ? s.dbs + al64((size_t)g->C * e) : NULL;
   return s;
 }
 
@@ -552,10 +568,32 @@ static void run_init(conv_run *t, const nn_conv_job *j, const void *wscale) {
   t->nt = (int)nt;
   t->R = nt / gcd64(g->N, nt);
   t->wp = j->w;
+  t->wpk = NULL;
   if (j->w && (g->nhwc || wscale)) {
     t->k->wprep(j->ws, j->w, g, wscale, 0);
     t->wp = j->ws;
   }
+}
+
+/* Packs each group's weight once for the products gemm_w runs with it on every block (tr as
+ * there), when nn_gemm's own kernel serves them: float32 AVX-512, not the hand-written small
+ * products, not depthwise. Serial: one pass over the weight per call. */
+static void run_pack(conv_run *t, int tr) {
+  const nn_conv_geom *g = t->g;
+  int64_t M = tr ? g->Kc : g->Fg, K = tr ? g->Fg : g->Kc, pb = g->cols; /* a whole block */
+  if (!t->j->w || g->openblas || g->dwise || (g->small && !g->nhwc) || !wpk_group_bytes(g) ||
+      !nn_gemm_own(t->j->dt, g->nhwc ? pb : M, g->nhwc ? M : pb, K))
+    return;
+  t->wpk_group = wpk_group_bytes(g);
+  char *dst = (char *)t->j->ws + al64((size_t)(g->F * g->Kc) * g->esz);
+  for (int64_t gi = 0; gi < g->groups; gi++) {
+    const char *w = t->wp + (size_t)(gi * g->Fg * g->Kc) * g->esz;
+    char *d = dst + (size_t)gi * t->wpk_group;
+    /* channels-first: op(A) = W (Fg x Kc) or W^T; channels-last: op(B) = W^T or W */
+    if (!g->nhwc) nn_gemm_pack(0, tr, tr ? g->Kc : g->Fg, tr ? g->Fg : g->Kc, w, g->Kc, d);
+    else nn_gemm_pack(1, !tr, tr ? g->Kc : g->Fg, tr ? g->Fg : g->Kc, w, g->Kc, d);
+  }
+  t->wpk = dst;
 }
 
 /* Owned ranges of item r along the outer axis: small slabs [*oa, *ob), big slabs [*ia, *ib),
@@ -602,25 +640,35 @@ static const char *small_at(const nn_conv_geom *g, const char *m, int64_t ld, in
  * stores the position-major transposes, so the same products read Yt = colt W^T,
  * dcolt = Gt W and dW += Gt^T colt. B, C: the group's rows (channels-first) or columns
  * (channels-last) of (B, ldb) and (C, ldc). */
-static void gemm_w(const conv_run *t, int tr, int64_t gi, int64_t pb, const char *B, int64_t ldb,
-                   char *C, int64_t ldc) {
+static void gemm_w(const conv_run *t, const conv_slot *s, int tr, int64_t gi, int64_t pb,
+                   const char *B, int64_t ldb, char *C, int64_t ldc) {
   const nn_conv_geom *g = t->g;
   opf_dtype dt = t->j->dt;
   size_t e = g->esz;
   const char *w = t->wp + (size_t)(gi * g->Fg * g->Kc) * e;
   int64_t M = tr ? g->Kc : g->Fg, K = tr ? g->Fg : g->Kc;
+  if (t->wpk) { /* the weight packed once per call (run_pack) */
+    const char *pk = t->wpk + (size_t)gi * t->wpk_group;
+    if (g->nhwc)
+      nn_gemm_pre(0, !tr, pb, M, K, B + (size_t)(gi * K) * e, ldb, NULL, 0, 0.0,
+                  C + (size_t)(gi * M) * e, ldc, s->pk, NULL, pk);
+    else
+      nn_gemm_pre(tr, 0, M, pb, K, NULL, 0, B + (size_t)(gi * K * ldb) * e, ldb, 0.0,
+                  C + (size_t)(gi * M * ldc) * e, ldc, s->pk, pk, NULL);
+    return;
+  }
   if (g->nhwc) {
-    lin_gemm(dt, 0, !tr, pb, M, K, B + (size_t)(gi * K) * e, ldb, w, g->Kc, 0.0,
-             C + (size_t)(gi * M) * e, ldc);
+    nn_gemm(dt, 0, !tr, pb, M, K, B + (size_t)(gi * K) * e, ldb, w, g->Kc, 0.0,
+            C + (size_t)(gi * M) * e, ldc, s->pk);
     return;
   }
   B += (size_t)(gi * K * ldb) * e, C += (size_t)(gi * M * ldc) * e;
   if (g->small) t->k->small_nn(M, pb, K, w, tr ? 1 : g->Kc, tr ? g->Kc : 1, B, ldb, C, ldc);
-  else lin_gemm(dt, tr, 0, M, pb, K, w, g->Kc, B, ldb, 0.0, C, ldc);
+  else nn_gemm(dt, tr, 0, M, pb, K, w, g->Kc, B, ldb, 0.0, C, ldc, s->pk);
 }
 
-static void gemm_dw(const conv_run *t, int64_t gi, int64_t pb, const char *G, int64_t ldg,
-                    const char *col, int64_t ldc, char *dw) {
+static void gemm_dw(const conv_run *t, const conv_slot *s, int64_t gi, int64_t pb, const char *G,
+                    int64_t ldg, const char *col, int64_t ldc, char *dw) {
   const nn_conv_geom *g = t->g;
   opf_dtype dt = t->j->dt;
   size_t e = g->esz;
@@ -631,11 +679,11 @@ static void gemm_dw(const conv_run *t, int64_t gi, int64_t pb, const char *G, in
     t->k->small_nt(g->Fg, g->Kc, pb, G + (size_t)(gi * g->Fg * ldg) * e, ldg,
                    col + (size_t)(gi * g->Kc * ldc) * e, ldc, d, g->Kc);
   else if (!g->nhwc)
-    lin_gemm(dt, 0, 1, g->Fg, g->Kc, pb, G + (size_t)(gi * g->Fg * ldg) * e, ldg,
-             col + (size_t)(gi * g->Kc * ldc) * e, ldc, 1.0, d, g->Kc);
+    nn_gemm(dt, 0, 1, g->Fg, g->Kc, pb, G + (size_t)(gi * g->Fg * ldg) * e, ldg,
+            col + (size_t)(gi * g->Kc * ldc) * e, ldc, 1.0, d, g->Kc, s->pk);
   else
-    lin_gemm(dt, 1, 0, g->Fg, g->Kc, pb, G + (size_t)(gi * g->Fg) * e, ldg,
-             col + (size_t)(gi * g->Kc) * e, ldc, 1.0, d, g->Kc);
+    nn_gemm(dt, 1, 0, g->Fg, g->Kc, pb, G + (size_t)(gi * g->Fg) * e, ldg,
+            col + (size_t)(gi * g->Kc) * e, ldc, 1.0, d, g->Kc, s->pk);
 }
 
 /* Forward item: small positions of slabs [oa, ob) of image n, block by block. */
@@ -657,12 +705,12 @@ static void fwd_item(const conv_run *t, int64_t n, int64_t r, const conv_slot *s
       char *yb = (char *)small_at(g, yn, ld, b0);
       if (g->dwise) t->k->dw_fwd(yb, ld, bn, t->wp, g, b0, b1);
       else
-        for (int64_t gi = 0; gi < g->groups; gi++) gemm_w(t, 0, gi, pb, col, ldc, yb, ld);
+        for (int64_t gi = 0; gi < g->groups; gi++) gemm_w(t, s, 0, gi, pb, col, ldc, yb, ld);
       if (epi) t->k->epi(yn, ld, b0, pb, g->F, g->nhwc, j->scale, j->shift, j->relu);
     }
     if (gn)
       for (int64_t gi = 0; gi < g->groups; gi++)
-        gemm_dw(t, gi, pb, small_at(g, gn, ld, b0), ld, col, ldc, s->dw);
+        gemm_dw(t, s, gi, pb, small_at(g, gn, ld, b0), ld, col, ldc, s->dw);
   }
   if (j->dbig_sum && ia < ib)
     t->k->sums(s->dbs, bn, g->S, ia * g->Sin, (ib - ia) * g->Sin, g->C, g->nhwc);
@@ -707,7 +755,7 @@ static void bwd_item(const conv_run *t, int64_t n, int64_t r, const conv_slot *s
       if (j->dw) {
         int64_t ldc;
         const char *col = col_view(t, s, bn, w0, w1, &ldc);
-        for (int64_t gi = 0; gi < g->groups; gi++) gemm_dw(t, gi, w1 - w0, Gw, ldg, col, ldc, s->dw);
+        for (int64_t gi = 0; gi < g->groups; gi++) gemm_dw(t, s, gi, w1 - w0, Gw, ldg, col, ldc, s->dw);
       }
       if (j->dsmall_sum) k->sums(s->dss, Gw, ldg, 0, w1 - w0, g->F, g->nhwc);
     }
@@ -722,7 +770,7 @@ static void bwd_item(const conv_run *t, int64_t n, int64_t r, const conv_slot *s
     int64_t ldc = g->nhwc ? g->Kall : x1 - x0;
     if (g->fast) /* the data gradient is its own col block */
       col = dxn + (size_t)(g->nhwc ? x0 * g->C : x0) * e, ldc = g->nhwc ? g->C : g->S;
-    for (int64_t gi = 0; gi < g->groups; gi++) gemm_w(t, 1, gi, x1 - x0, Gx, ldg, col, ldc);
+    for (int64_t gi = 0; gi < g->groups; gi++) gemm_w(t, s, 1, gi, x1 - x0, Gx, ldg, col, ldc);
     if (!g->fast) k->col2im[g->nhwc](dxn, col, ldc, g, x0, x1, ia, ib, NULL);
   }
   if (j->bigshift && dxn && ia < ib)
@@ -773,12 +821,14 @@ static void run_items(const conv_run *t, int bwd) {
 void nn_conv_forward(const nn_conv_job *j) {
   conv_run t;
   run_init(&t, j, NULL);
+  if (j->small) run_pack(&t, 0);
   run_items(&t, 0);
 }
 
 void nn_conv_backward(const nn_conv_job *j) {
   conv_run t;
   run_init(&t, j, j->gscale);
+  if (j->dbig) run_pack(&t, 1);
   run_items(&t, 1);
 }
 
@@ -1057,7 +1107,7 @@ int nn_conv_infer(opf_case *c, const nn_conv_spec *sp, nn_conv_geom *g) {
   opf_set_out(c, 0, c->dtype, nd + 2, shape);
   /* one workspace for every algorithm the case's implementations may pick */
   size_t ws = nn_conv_ws_bytes(g), alt = 0;
-  if (sp->transpose && nn_subpix_fits(g)) alt = nn_subpix_ws_bytes(g);
+  if (nn_subpix_fits(g) && (sp->transpose || nn_conv_strided(g))) alt = nn_subpix_ws_bytes(g);
   if (nn_wino_fits(g, c->dtype) && nn_wino_ws_bytes(g) > alt) alt = nn_wino_ws_bytes(g);
   c->ws_bytes = ws > alt ? ws : alt;
   return OPF_OK;
@@ -1107,6 +1157,15 @@ static int use_subpix(const nn_conv_geom *g, int algo) {
   return algo == NN_ALGO_FAST || g->C >= NN_SUBPIX_MIN_CH;
 }
 
+/* The phase decomposition for a strided convolution's data gradient (a transposed
+ * convolution's forward with the same weight): where it fits, from NN_SUBPIX_MIN_CH input
+ * channels (its GEMMs' M dimension). col2im's GEMM has M = C*taps but scatters every col row
+ * back into dx; the phases write each dx element once, from K = F*taps-of-the-phase. */
+static int use_subpix_dx(const nn_conv_geom *g, int algo) {
+  if (algo == NN_ALGO_GEMM || !nn_conv_strided(g) || !nn_subpix_fits(g)) return 0;
+  return algo == NN_ALGO_FAST || g->C >= NN_SUBPIX_MIN_CH;
+}
+
 /* out[c] = sum of the big tensor's channel c (a transposed convolution's bias gradient). */
 static void big_sums(const nn_conv_geom *g, opf_dtype dt, const void *big, void *out) {
   memset(out, 0, (size_t)g->C * g->esz);
@@ -1120,6 +1179,7 @@ static void big_sums(const nn_conv_geom *g, opf_dtype dt, const void *big, void 
 int nn_conv_op_run_fwd(opf_case *c, int algo) {
   nn_conv_geom g;
   nn_conv_op_geom(c, &g);
+  g.openblas = algo == NN_ALGO_GEMM || algo == NN_ALGO_BLAS;
   int tr = op_spec(c).transpose;
   const void *x = c->in[0].data, *w = c->in[1].data;
   void *y = c->out[0].data;
@@ -1148,6 +1208,7 @@ int nn_conv_op_forward(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_AUTO)
 int nn_conv_op_run_bwd(opf_case *c, int algo) {
   nn_conv_geom g;
   nn_conv_op_geom(c, &g);
+  g.openblas = algo == NN_ALGO_GEMM || algo == NN_ALGO_BLAS;
   void *db = c->present[2] ? c->gin[2].data : NULL;
   int tr = op_spec(c).transpose;
   const void *x = c->in[0].data, *w = c->in[1].data, *gy = c->gout[0].data;
@@ -1169,6 +1230,10 @@ int nn_conv_op_run_bwd(opf_case *c, int algo) {
   } else if (tr) {
     j.big = gy, j.small = dx, j.gsmall = x, j.dbig_sum = db;
     nn_conv_forward(&j);
+  } else if (use_subpix_dx(&g, algo)) { /* dw and db by the core, dx by phases */
+    j.big = x, j.gsmall = gy, j.dsmall_sum = db;
+    nn_conv_backward(&j);
+    nn_subpix_forward(&g, c->dtype, c->ws, c->ws_bytes, gy, w, NULL, dx);
   } else {
     j.big = x, j.gsmall = gy, j.dbig = dx, j.dsmall_sum = db;
     nn_conv_backward(&j);

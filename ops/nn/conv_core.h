@@ -20,6 +20,8 @@ typedef struct nn_conv_geom {
   int fast;              /* 1x1, stride 1, no padding: the big tensor is its own col matrix */
   int small;             /* groups small enough for the hand-written products (not BLAS) */
   int dwise;             /* one channel per group (depthwise): direct products, no col */
+  int openblas;          /* every GEMM by OpenBLAS, not nn_gemm's own kernel (set by the caller
+                          * after nn_conv_geom_finish: the built-in "im2col"/"col2im" impls) */
   int64_t N, C, F;       /* images, big channels, small channels */
   int64_t groups, Cg, Fg;
   int64_t in[3], out[3]; /* big and small spatial extents */
@@ -90,14 +92,39 @@ void nn_wino_data_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const v
 void nn_wino_weight_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
                          const void *gy, void *dw);
 
-/* ---- phase decomposition of a transposed convolution's forward (conv_subpix.c): 1-3
- * spatial dims, channels-first, dilation 1, one group, at most 64 phases (stride product) ---- */
+/* ---- phase decomposition of a transposed convolution's forward, which is also a strided
+ * convolution's data gradient (conv_subpix.c): 1-3 spatial dims, channels-first, dilation 1,
+ * one group, at most 64 phases (stride product) ---- */
 int nn_subpix_fits(const nn_conv_geom *g);
+/* A stride above 1 along some axis (a convolution whose data gradient the phases serve). */
+static inline int nn_conv_strided(const nn_conv_geom *g) {
+  return g->s[0] * g->s[1] * g->s[2] > 1;
+}
 #define NN_SUBPIX_MIN_CH 16 /* the default picks it from this many output channels */
 size_t nn_subpix_ws_bytes(const nn_conv_geom *g);
 /* big = conv^T(small = x, w) + b per big channel (b may be NULL); ws: nn_subpix_ws_bytes. */
 void nn_subpix_forward(const nn_conv_geom *g, opf_dtype dt, void *ws, size_t ws_bytes,
                        const void *x, const void *w, const void *b, void *y);
+
+/* ---- the convolutions' GEMM (conv_gemm.c): row-major C = op(A) op(B) + beta C, single
+ * threaded; float32 on AVX-512 CPUs by its own packed kernel (scratch: nn_gemm_ws_bytes()
+ * bytes, any alignment), everything else (or scratch NULL) by lin_gemm (OpenBLAS) ---- */
+size_t nn_gemm_ws_bytes(void);
+int nn_gemm_own(opf_dtype dt, int64_t M, int64_t N, int64_t K); /* would nn_gemm use its own */
+void nn_gemm(opf_dtype dt, int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A,
+             int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc,
+             void *ws);
+/* An operand used by many products (a convolution's weight) packed once: side 0 is op(A)
+ * (MN = M rows), side 1 op(B) (MN = N columns), trans its ta/tb, ld its leading dimension;
+ * dst nn_gemm_pack_bytes(MN, K) bytes, 64-byte aligned. Only where nn_gemm_own says so. */
+size_t nn_gemm_pack_bytes(int64_t MN, int64_t K);
+void nn_gemm_pack(int side, int trans, int64_t MN, int64_t K, const void *X, int64_t ld,
+                  void *dst);
+/* nn_gemm by its own kernel (float32, nn_gemm_own) with op(A) and/or op(B) prepacked
+ * (apk / bpk not NULL: A / B and its transpose flag are then not read). */
+void nn_gemm_pre(int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
+                 const void *B, int64_t ldb, double beta, void *C, int64_t ldc, void *ws,
+                 const void *apk, const void *bpk);
 
 /* ---- naive references (double accumulation, one element at a time) ---- */
 /* small[n, f, o] = b[f] + sum_{c, t} big[n, c, o*s - p + t*d] w[f, c, t] */
@@ -167,8 +194,9 @@ int nn_conv_op_backward(opf_case *c);
 /* The same passes with the algorithm chosen (the built-in implementations, conv_impls.c):
  * NN_ALGO_AUTO the default (the fastest that fits), NN_ALGO_GEMM the im2col/col2im core
  * always, NN_ALGO_FAST Winograd (3x3 stride 1, plain or transposed) or else the phase
- * decomposition (transposed) wherever they fit, the core elsewhere. */
-enum { NN_ALGO_AUTO, NN_ALGO_GEMM, NN_ALGO_FAST };
+ * decomposition (transposed) wherever they fit, the core elsewhere; NN_ALGO_BLAS the default's
+ * choices with every GEMM by OpenBLAS (NN_ALGO_GEMM uses OpenBLAS too), not nn_gemm's kernel. */
+enum { NN_ALGO_AUTO, NN_ALGO_GEMM, NN_ALGO_FAST, NN_ALGO_BLAS };
 int nn_conv_op_run_fwd(opf_case *c, int algo);
 int nn_conv_op_run_bwd(opf_case *c, int algo);
 int nn_conv_op_reference(opf_case *c);

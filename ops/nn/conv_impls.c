@@ -4,11 +4,15 @@
  * "winograd" (conv2d and conv2d_transpose: Winograd F(4x4, 3x3) wherever it fits, whatever
  * the channel counts; elsewhere the phase decomposition (transposed) or the im2col core) and
  * "col2im" (the transposed convolutions as they were: forward GEMM + col2im, backward
- * im2col + GEMM). The default (native) picks per case. */
+ * im2col + GEMM). The default (native) picks per case. "openblas" (every convolution): the
+ * default's algorithms with OpenBLAS GEMMs instead of the float32 AVX-512 kernel of
+ * conv_gemm.c ("im2col" and "col2im" use OpenBLAS too, as before that kernel). */
 #include "conv_core.h"
 
 static int gemm_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_GEMM); }
 static int gemm_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_GEMM); }
+static int blas_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_BLAS); }
+static int blas_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_BLAS); }
 static int fast_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_FAST); }
 static int fast_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_FAST); }
 
@@ -30,3 +34,13 @@ OPPERF_IMPL(conv2d_transpose_col2im) = CONV_IMPL("conv2d_transpose", "col2im",
                                                  "GEMM + col2im forward", gemm_fwd, gemm_bwd);
 OPPERF_IMPL(conv3d_transpose_col2im) = CONV_IMPL("conv3d_transpose", "col2im",
                                                  "GEMM + col2im forward", gemm_fwd, gemm_bwd);
+
+#define BLAS_IMPL(op) CONV_IMPL(op, "openblas", "the default's algorithms, OpenBLAS GEMMs", blas_fwd, blas_bwd)
+OPPERF_IMPL(conv1d_openblas) = BLAS_IMPL("conv1d");
+OPPERF_IMPL(conv2d_openblas) = BLAS_IMPL("conv2d");
+OPPERF_IMPL(conv3d_openblas) = BLAS_IMPL("conv3d");
+OPPERF_IMPL(grouped_conv2d_openblas) = BLAS_IMPL("grouped_conv2d");
+OPPERF_IMPL(dilated_conv2d_openblas) = BLAS_IMPL("dilated_conv2d");
+OPPERF_IMPL(conv1d_transpose_openblas) = BLAS_IMPL("conv1d_transpose");
+OPPERF_IMPL(conv2d_transpose_openblas) = BLAS_IMPL("conv2d_transpose");
+OPPERF_IMPL(conv3d_transpose_openblas) = BLAS_IMPL("conv3d_transpose");

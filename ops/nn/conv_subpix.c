@@ -65,7 +65,8 @@ static size_t wp_bytes(const nn_conv_geom *g) { return al64((size_t)(g->C * g->F
 static size_t slot_bytes(const nn_conv_geom *g) {
   int64_t cols, kmax;
   sizes(g, &cols, &kmax);
-  return al64((size_t)(kmax * cols) * g->esz) + al64((size_t)(g->C * cols) * g->esz);
+  return al64((size_t)(kmax * cols) * g->esz) + al64((size_t)(g->C * cols) * g->esz) +
+         (g->esz == 4 ? al64(nn_gemm_ws_bytes()) : 0);
 }
 
 size_t nn_subpix_ws_bytes(const nn_conv_geom *g) {
@@ -175,6 +176,7 @@ static void sp_item(const sp_job *j, int64_t ph, int64_t bk, char *slot) {
   if (ga >= ge) return;
   int64_t Kp = g->F * xa[0].A * xa[1].A * xa[2].A;
   char *col = slot, *Y = slot + al64((size_t)(j->kmax * j->cols) * e);
+  char *pk = e == 4 && !g->openblas ? Y + al64((size_t)(g->C * j->cols) * e) : NULL;
   for (int pass = Kp ? 0 : 1; pass < 2; pass++) {
     for (int64_t at = ga; at < ge;) { /* one image's part of the block */
       int64_t n = at / Q, qa = at % Q, qe = Q < qa + ge - at ? Q : qa + ge - at;
@@ -189,7 +191,8 @@ static void sp_item(const sp_job *j, int64_t ph, int64_t bk, char *slot) {
       at += qe - qa;
     }
     if (pass == 0) /* between the two passes: Y = W_phase col */
-      lin_gemm(j->dt, 0, 0, g->C, ld, Kp, j->wp + (size_t)j->woff[ph] * e, Kp, col, ld, 0.0, Y, ld);
+      nn_gemm(j->dt, 0, 0, g->C, ld, Kp, j->wp + (size_t)j->woff[ph] * e, Kp, col, ld, 0.0, Y, ld,
+              pk);
   }
 }
 

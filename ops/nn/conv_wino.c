@@ -34,6 +34,7 @@ typedef struct wino_plan {
   int64_t ics, ies, ocs, oes; /* channel and element strides of src and dst (NCHW or NHWC) */
   int64_t TH, TW, rb; /* tiles down and across, tile rows per item */
   int64_t Tb;         /* tiles per item (rb * TW) */
+  int own;            /* GEMMs by nn_gemm's own kernel (else OpenBLAS) */
 } wino_plan;
 
 static void plan_of(wino_plan *p, int64_t N, int64_t Ci, int64_t Co, int64_t Hi, int64_t Wi,
@@ -59,6 +60,7 @@ static size_t u_bytes(const wino_plan *p) { return al64((size_t)(45 * p->Ci * p-
  * and, for a weight gradient, the thread's transformed sum dU (36, Co, Ci). */
 typedef struct wino_slot {
   float *V, *M, *scratch, *dU;
+  void *pk; /* nn_gemm's packing scratch (NULL: OpenBLAS) */
 } wino_slot;
 
 static size_t slot_layout(const wino_plan *p, char *base, wino_slot *s) {
@@ -67,8 +69,9 @@ static size_t slot_layout(const wino_plan *p, char *base, wino_slot *s) {
   if (s) {
     s->V = (float *)base, s->M = (float *)(base + v), s->scratch = (float *)(base + v + m);
     s->dU = (float *)(base + v + m + sc);
+    s->pk = p->own ? base + v + m + sc + du : NULL;
   }
-  return v + m + sc + du;
+  return v + m + sc + du + al64(nn_gemm_ws_bytes());
 }
 static size_t slot_bytes(const wino_plan *p) { return slot_layout(p, NULL, NULL); }
 static size_t plan_bytes(const wino_plan *p) {
@@ -78,9 +81,11 @@ static size_t plan_bytes(const wino_plan *p) {
 /* Forward plan (x to y) and data-gradient plan (gy to dx) of a geometry nn_wino_fits. */
 static void fwd_plan(const nn_conv_geom *g, wino_plan *p) {
   plan_of(p, g->N, g->C, g->F, g->in[1], g->in[2], g->p[1], g->p[2], g->nhwc);
+  p->own = !g->openblas;
 }
 static void bwd_plan(const nn_conv_geom *g, wino_plan *p) {
   plan_of(p, g->N, g->F, g->C, g->out[1], g->out[2], 2 - g->p[1], 2 - g->p[2], g->nhwc);
+  p->own = !g->openblas;
 }
 
 size_t nn_wino_ws_bytes(const nn_conv_geom *g) {
@@ -344,8 +349,8 @@ static void run_item(const wino_plan *p, const float *U, const float *src, const
   for (int64_t ci = 0; ci < p->Ci; ci++)
     input_block(V + ci * Tb, vs, sn + ci * p->ics, p, ty0, rb, scratch);
   for (int xi = 0; xi < WINO_XI; xi++)
-    lin_gemm(OPF_F32, 0, 0, p->Co, Tb, p->Ci, U + (int64_t)xi * p->Co * p->Ci, p->Ci,
-             V + xi * vs, Tb, 0.0, M + xi * ms, Tb);
+    nn_gemm(OPF_F32, 0, 0, p->Co, Tb, p->Ci, U + (int64_t)xi * p->Co * p->Ci, p->Ci,
+            V + xi * vs, Tb, 0.0, M + xi * ms, Tb, sl.pk);
   float *dn = dst + n * p->Co * p->Ho * p->Wo;
   for (int64_t co = 0; co < p->Co; co++)
     output_block(dn + co * p->ocs, M + co * Tb, ms, p, ty0, rb, bias ? bias[co] : 0,
@@ -435,8 +440,8 @@ static void dw_item(const wino_plan *p, const float *x, const float *gy, int64_t
   for (int64_t co = 0; co < p->Co; co++)
     grad_block(G + co * Tb, gs, gn + co * p->ocs, p, ty0, rb, scratch);
   for (int xi = 0; xi < WINO_XI; xi++)
-    lin_gemm(OPF_F32, 0, 1, p->Co, p->Ci, Tb, G + xi * gs, Tb, V + xi * vs, Tb, 1.0,
-             dU + (int64_t)xi * p->Co * p->Ci, p->Ci);
+    nn_gemm(OPF_F32, 0, 1, p->Co, p->Ci, Tb, G + xi * gs, Tb, V + xi * vs, Tb, 1.0,
+            dU + (int64_t)xi * p->Co * p->Ci, p->Ci, sl.pk);
 }
 
 /* dw[co][ci] = G^T dU[.][co][ci] G (the adjoint of weight_transform). */

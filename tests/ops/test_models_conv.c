@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "test_support.h"
+#include "nn/conv_core.h"
 
 /* Bytes follow the default model: fwd = inputs + outputs; bwd = gout (= outputs) + inputs +
  * the gradients of the differentiable inputs. float32 throughout. */
@@ -263,6 +264,11 @@ static void test_backward_blocked(void **state) {
       {"grouped_conv2d", "x=1x32x60x50 filters=32 kernel=3 pad=1 groups=8"},
       {"conv1d", "x=1x6x9001 filters=6 kernel=5 pad=4 dilation=2 groups=6"},
       {"conv2d_transpose", "x=2x6x30x29 filters=6 kernel=4 stride=2 pad=1 groups=6"},
+      /* strided data gradients by phases (from 16 input channels): odd sizes, pad, N = 1, 3 */
+      {"conv2d", "x=3x16x23x21 filters=12 kernel=3 stride=2 pad=1"},
+      {"conv2d", "x=1x17x30x25 filters=8 kernel=5 stride=3 pad=2 b=none"},
+      {"conv1d", "x=1x16x3001 filters=8 kernel=4 stride=2 pad=1"},
+      {"conv3d", "x=2x16x7x9x8 filters=4 kernel=3 stride=2 pad=1"},
       {"im2col", "x=3x5x70x61 kernel=3,3 stride=2 pad=1"},
       {"col2im", "x=1x45x4556 output_size=67,68 kernel=3,3 pad=1"},
   };
@@ -275,6 +281,129 @@ static void test_backward_blocked(void **state) {
   omp_set_num_threads(saved);
 }
 
+/* The convolutions' own float32 GEMM (conv_gemm.c) against a double-precision product on
+ * sizes that cross every blocking boundary (register tile 14 x 32, KC 256, MC 224, NC 1024),
+ * each transpose, beta 0 (C never read: prefilled with NaN), 1 and 0.5, leading dimensions
+ * wider than the matrices. On a CPU without AVX-512 this checks the OpenBLAS fallback. */
+static void test_gemm_own(void **state) {
+  (void)state;
+  static const int64_t sizes[][3] = {{15, 33, 257}, {14, 32, 256}, {225, 1025, 300}, {64, 64, 64},
+                                     {229, 47, 513}, {5, 1100, 30}};
+  void *ws = opf_alloc(nn_gemm_ws_bytes());
+  int own = 0;
+  opf_rng rng;
+  opf_rng_init(&rng, 17, 0);
+  for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++)
+    for (int tr = 0; tr < 4; tr++)
+      for (int bi = 0; bi < 3; bi++) {
+        int ta = tr & 1, tb = tr >> 1;
+        int64_t M = sizes[z][0], N = sizes[z][1], K = sizes[z][2];
+        int64_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 5, ldc = N + 7;
+        double beta = bi == 0 ? 0 : bi == 1 ? 1 : 0.5;
+        float *A = opf_alloc(sizeof(float) * (size_t)((ta ? K : M) * lda));
+        float *B = opf_alloc(sizeof(float) * (size_t)((tb ? N : K) * ldb));
+        float *C = opf_alloc(sizeof(float) * (size_t)(M * ldc));
+        double *R = opf_alloc(sizeof(double) * (size_t)(M * N));
+        for (int64_t i = 0; i < (ta ? K : M) * lda; i++) A[i] = (float)(opf_rng_uniform(&rng) - 0.5);
+        for (int64_t i = 0; i < (tb ? N : K) * ldb; i++) B[i] = (float)(opf_rng_uniform(&rng) - 0.5);
+        for (int64_t i = 0; i < M * ldc; i++) C[i] = beta == 0 ? NAN : (float)(opf_rng_uniform(&rng) - 0.5);
+        for (int64_t i = 0; i < M; i++)
+          for (int64_t j = 0; j < N; j++) {
+            double acc = beta == 0 ? 0 : beta * C[i * ldc + j];
+            for (int64_t k = 0; k < K; k++)
+              acc += (double)(ta ? A[k * lda + i] : A[i * lda + k]) *
+                     (tb ? B[j * ldb + k] : B[k * ldb + j]);
+            R[i * N + j] = acc;
+          }
+        own |= nn_gemm_own(OPF_F32, M, N, K);
+        float *C0 = opf_alloc(sizeof(float) * (size_t)(M * ldc)), *pk = NULL;
+        memcpy(C0, C, sizeof(float) * (size_t)(M * ldc));
+        nn_gemm(OPF_F32, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, ws);
+        if (nn_gemm_own(OPF_F32, M, N, K)) { /* A or B packed once: the same product */
+          int side = (int)(z + (size_t)tr) % 2;
+          pk = opf_alloc(nn_gemm_pack_bytes(side ? N : M, K));
+          if (side) nn_gemm_pack(1, tb, N, K, B, ldb, pk);
+          else nn_gemm_pack(0, ta, M, K, A, lda, pk);
+          nn_gemm_pre(ta, tb, M, N, K, A, lda, B, ldb, beta, C0, ldc, ws, side ? NULL : pk,
+                      side ? pk : NULL);
+          for (int64_t i = 0; i < M * ldc; i++)
+            if (memcmp(&C0[i], &C[i], sizeof(float)))
+              fail_msg("gemm %lldx%lldx%lld ta=%d tb=%d: prepacked %s gives %.8g at %lld, not %.8g",
+                       (long long)M, (long long)N, (long long)K, ta, tb, side ? "B" : "A", C0[i],
+                       (long long)i, C[i]);
+          opf_free(pk);
+        }
+        opf_free(C0);
+        for (int64_t i = 0; i < M; i++)
+          for (int64_t j = 0; j < N; j++)
+            if (!(fabs(C[i * ldc + j] - R[i * N + j]) <= 1e-5 * sqrt((double)K) + 1e-6))
+              fail_msg("gemm %lldx%lldx%lld ta=%d tb=%d beta=%g: C[%lld,%lld] = %.8g, expected %.8g",
+                       (long long)M, (long long)N, (long long)K, ta, tb, beta, (long long)i,
+                       (long long)j, C[i * ldc + j], R[i * N + j]);
+        for (int64_t i = 0; i < M; i++) /* the columns past N are the caller's */
+          for (int64_t j = N; j < ldc; j++)
+            if (beta == 0 ? !isnan(C[i * ldc + j]) : isnan(C[i * ldc + j]))
+              fail_msg("gemm %lldx%lldx%lld wrote C[%lld,%lld] past N", (long long)M, (long long)N,
+                       (long long)K, (long long)i, (long long)j);
+        opf_free(A), opf_free(B), opf_free(C), opf_free(R);
+      }
+  if (__builtin_cpu_supports("avx512f")) assert_true(own);
+  opf_free(ws);
+}
+
+/* The float32 kernels the float64 checks cannot reach (conv_gemm.c's kernel with the weight
+ * packed once per call, inside the im2col core, Winograd and the phase decomposition):
+ * forward and backward in float32 against float64 on the same generated inputs, 1 and 2
+ * threads, shapes where those paths run (channels above the small products' limits, stride
+ * 2 with odd sizes, padding, both layouts, N = 1 and odd N). */
+static void check_f32(const char *name, const char *spec) {
+  const opf_op *op = ts_op(name);
+  opf_case c32, c64;
+  ts_case_ready(&c32, op, OPF_F32, spec, 1, 21);
+  ts_case_ready(&c64, op, OPF_F64, spec, 1, 21);
+  if (op->forward(&c32) || op->backward(&c32) || op->forward(&c64) || op->backward(&c64))
+    fail_msg("%s [%s]: %s%s", name, spec, c32.err.msg, c64.err.msg);
+  char msg[256];
+  for (int i = -1; i < op->n_in; i++) {
+    const opf_tensor *a = i < 0 ? &c32.out[0] : &c32.gin[i], *b = i < 0 ? &c64.out[0] : &c64.gin[i];
+    if (!a->data) continue;
+    opf_tensor wide;
+    opf_err e;
+    opf_tensor_set_shape(&wide, OPF_F64, a->ndim, a->shape);
+    if (opf_tensor_alloc(&wide, &e)) fail_msg("%s", e.msg);
+    for (int64_t k = 0; k < opf_numel(&wide); k++) ts_set(&wide, k, ts_get(a, k));
+    if (ts_compare(&wide, b, 1e-3, msg, sizeof msg))
+      fail_msg("%s [%s] %d threads: float32 %s%s differs from float64: %s", name, spec,
+               omp_get_max_threads(), i < 0 ? "output" : "gradient of ", i < 0 ? "" : op->in[i].name, msg);
+    opf_tensor_free(&wide);
+  }
+  opf_case_release(&c32);
+  opf_case_release(&c64);
+}
+
+static void test_float32_paths(void **state) {
+  (void)state;
+  static const char *cases[][2] = {
+      {"conv2d", "x=3x40x15x13 filters=70 kernel=3 stride=2 pad=1"},
+      {"conv2d", "x=1x15x13x40 filters=40 kernel=3 stride=2 pad=1 layout=NHWC"},
+      {"conv2d", "x=3x70x9x7 filters=48 kernel=1"},
+      {"conv2d", "x=2x9x7x40 filters=48 kernel=1 layout=NHWC b=none"},
+      {"conv2d", "x=2x33x17x15 filters=35 kernel=3 pad=1"},
+      {"conv2d", "x=1x17x15x33 filters=35 kernel=3 pad=1 layout=NHWC"},
+      {"conv2d_transpose", "x=3x40x7x9 filters=36 kernel=4 stride=2 pad=1"},
+      {"conv2d_transpose", "x=1x7x9x40 filters=36 kernel=4 stride=2 pad=1 layout=NHWC"},
+      {"conv1d", "x=2x48x301 filters=40 kernel=3 stride=2 pad=1"},
+      {"conv3d", "x=1x20x5x9x7 filters=40 kernel=3 stride=2 pad=1"},
+  };
+  int saved = omp_get_max_threads();
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+    for (int threads = 1; threads <= 2; threads++) {
+      omp_set_num_threads(threads);
+      check_f32(cases[k][0], cases[k][1]);
+    }
+  omp_set_num_threads(saved);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden_conv),      cmocka_unit_test(test_golden_transpose),
@@ -282,6 +411,7 @@ int main(void) {
       cmocka_unit_test(test_derived_shapes),   cmocka_unit_test(test_conv_errors),
       cmocka_unit_test(test_transpose_errors), cmocka_unit_test(test_cols_errors),
       cmocka_unit_test(test_fused_errors),     cmocka_unit_test(test_backward_blocked),
+      cmocka_unit_test(test_gemm_own),         cmocka_unit_test(test_float32_paths),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

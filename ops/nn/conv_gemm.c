@@ -1,0 +1,217 @@
+/* conv_gemm.c: the convolutions' own single-threaded float32 GEMM for AVX-512 CPUs
+ * (conv_core.h: nn_gemm). OpenBLAS as installed here runs its AVX2 Haswell kernels (the
+ * environment's OPENBLAS_CORETYPE), about half of what this CPU's 512-bit FMAs give, and the
+ * GEMM-bound convolutions (1x1, strided, Winograd's batched products) were 1.3-2x slower than
+ * oneDNN's AVX-512 code for that reason alone. Goto/BLIS structure: op(B) packed in KC x NC
+ * blocks of NR-wide strips, op(A) in MC x KC blocks of MR-tall strips, a 14 x 32 register
+ * tile (28 zmm accumulators) per micro-kernel call. Everything else (float64, CPUs without
+ * AVX-512, tiny products, no scratch) goes to lin_gemm (OpenBLAS). */
+#include "conv_core.h"
+#include "linalg/linalg.h"
+
+#define GM_MR 14
+#define GM_NR 32
+#define GM_KC 256
+#define GM_MC (GM_MR * 16)
+#define GM_NC (GM_NR * 32)
+
+/* Fewer multiply-adds than this, M below two register tiles or N below one (much of the tile
+ * wasted: 16-filter groups' weight gradients, M = 16, ran 1.27x slower than OpenBLAS) or
+ * K < 32 (packing costs more than the products: a transposed convolution's 4x4 planes gave
+ * 16-wide blocks, 1.7x slower than OpenBLAS): OpenBLAS. */
+#define GM_MIN_MACS (64.0 * 64 * 64)
+
+size_t nn_gemm_ws_bytes(void) {
+  return (size_t)(GM_MC * GM_KC + GM_KC * GM_NC) * sizeof(float) + 128;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+static int have_avx512(void) {
+  static int have = -1;
+  if (have < 0) have = __builtin_cpu_supports("avx512f") ? 1 : 0;
+  return have;
+}
+
+/* op(A) rows [i0, i0+mc) x cols [p0, p0+kc) into MR-tall strips, k-major: ap[s][k][0..MR). */
+static void pack_a(float *restrict ap, const float *restrict A, int64_t lda, int ta, int64_t i0,
+                   int64_t mc, int64_t p0, int64_t kc) {
+  for (int64_t s = 0; s < mc; s += GM_MR) {
+    int64_t mr = mc - s < GM_MR ? mc - s : GM_MR;
+    float *d = ap + s * kc;
+    if (ta) { /* A stored (K, M): op(A)(i, k) = A[k*lda + i], rows of a strip contiguous */
+      for (int64_t k = 0; k < kc; k++) {
+        const float *src = A + (p0 + k) * lda + i0 + s;
+        int64_t i = 0;
+        for (; i < mr; i++) d[k * GM_MR + i] = src[i];
+        for (; i < GM_MR; i++) d[k * GM_MR + i] = 0;
+      }
+    } else {
+      for (int64_t i = 0; i < GM_MR; i++) {
+        if (i >= mr) {
+          for (int64_t k = 0; k < kc; k++) d[k * GM_MR + i] = 0;
+          continue;
+        }
+        const float *src = A + (i0 + s + i) * lda + p0;
+        for (int64_t k = 0; k < kc; k++) d[k * GM_MR + i] = src[k];
+      }
+    }
+  }
+}
+
+/* op(B) rows [p0, p0+kc) x cols [j0, j0+nc) into NR-wide strips: bp[s][k][0..NR). */
+__attribute__((target("avx512f"))) static void pack_b(float *restrict bp, const float *restrict B,
+                                                      int64_t ldb, int tb, int64_t p0, int64_t kc,
+                                                      int64_t j0, int64_t nc) {
+  for (int64_t s = 0; s < nc; s += GM_NR) {
+    int64_t nr = nc - s < GM_NR ? nc - s : GM_NR;
+    float *d = bp + s * kc;
+    if (!tb) { /* B stored (K, N): a strip row is contiguous */
+      __mmask16 m0 = nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1);
+      __mmask16 m1 = nr >= 32 ? 0xFFFF : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0;
+      for (int64_t k = 0; k < kc; k++) {
+        const float *src = B + (p0 + k) * ldb + j0 + s;
+        _mm512_store_ps(d + k * GM_NR, _mm512_maskz_loadu_ps(m0, src));
+        _mm512_store_ps(d + k * GM_NR + 16, _mm512_maskz_loadu_ps(m1, src + 16));
+      }
+    } else { /* B stored (N, K): op(B)(k, j) = B[j*ldb + k] */
+      for (int64_t j = 0; j < GM_NR; j++) {
+        if (j >= nr) {
+          for (int64_t k = 0; k < kc; k++) d[k * GM_NR + j] = 0;
+          continue;
+        }
+        const float *src = B + (j0 + s + j) * ldb + p0;
+        for (int64_t k = 0; k < kc; k++) d[k * GM_NR + j] = src[k];
+      }
+    }
+  }
+}
+
+/* C tile (mr x nr valid, ldc apart) = acc + beta C when first (beta 0: C not read), else
+ * C += acc; acc = sum over kc of the packed strips' outer products. */
+__attribute__((target("avx512f"))) static void micro(int64_t kc, const float *restrict a,
+                                                     const float *restrict b, float *restrict c,
+                                                     int64_t ldc, int64_t mr, int64_t nr,
+                                                     int first, float beta) {
+  __m512 acc[GM_MR][2];
+  for (int i = 0; i < GM_MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < kc; k++) {
+    __m512 b0 = _mm512_load_ps(b + k * GM_NR), b1 = _mm512_load_ps(b + k * GM_NR + 16);
+    const float *ak = a + k * GM_MR;
+#pragma GCC unroll 14
+    for (int i = 0; i < GM_MR; i++) {
+      __m512 ai = _mm512_set1_ps(ak[i]);
+      acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+    }
+  }
+  __mmask16 m0 = nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1);
+  __mmask16 m1 = nr >= 32 ? 0xFFFF : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0;
+  __m512 vb = _mm512_set1_ps(beta);
+  int load = !first || beta != 0.0f;
+  if (first && beta != 1.0f && beta != 0.0f) load = 2;
+#pragma GCC unroll 14
+  for (int i = 0; i < GM_MR; i++) {
+    if (i >= mr) break;
+    float *ci = c + i * ldc;
+    __m512 r0 = acc[i][0], r1 = acc[i][1];
+    if (load) {
+      __m512 o0 = _mm512_maskz_loadu_ps(m0, ci), o1 = _mm512_maskz_loadu_ps(m1, ci + 16);
+      if (load == 2) o0 = _mm512_mul_ps(o0, vb), o1 = _mm512_mul_ps(o1, vb);
+      r0 = _mm512_add_ps(r0, o0), r1 = _mm512_add_ps(r1, o1);
+    }
+    _mm512_mask_storeu_ps(ci, m0, r0);
+    _mm512_mask_storeu_ps(ci + 16, m1, r1);
+  }
+}
+
+/* A prepacked operand (nn_gemm_pack): KC blocks one after another, each the whole operand's
+ * strips (rows padded to a multiple of the strip width). */
+static int64_t padded(int64_t n, int64_t r) { return (n + r - 1) / r * r; }
+
+static void sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                  const float *B, int64_t ldb, float beta, float *C, int64_t ldc, void *ws,
+                  const float *apk, const float *bpk) {
+  float *bp = (float *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);
+  float *ap = bp + GM_KC * GM_NC;
+  const int64_t Mp = padded(M, GM_MR), Np = padded(N, GM_NR);
+  for (int64_t j0 = 0; j0 < N; j0 += GM_NC) {
+    int64_t nc = N - j0 < GM_NC ? N - j0 : GM_NC;
+    for (int64_t p0 = 0; p0 < K; p0 += GM_KC) {
+      int64_t kc = K - p0 < GM_KC ? K - p0 : GM_KC;
+      if (bpk) bp = (float *)bpk + p0 * Np + j0 * kc;
+      else pack_b(bp, B, ldb, tb, p0, kc, j0, nc);
+      for (int64_t i0 = 0; i0 < M; i0 += GM_MC) {
+        int64_t mc = M - i0 < GM_MC ? M - i0 : GM_MC;
+        if (apk) ap = (float *)apk + p0 * Mp + i0 * kc;
+        else pack_a(ap, A, lda, ta, i0, mc, p0, kc);
+        for (int64_t js = 0; js < nc; js += GM_NR)
+          for (int64_t is = 0; is < mc; is += GM_MR)
+            micro(kc, ap + is * kc, bp + js * kc, C + (i0 + is) * ldc + j0 + js, ldc,
+                  mc - is < GM_MR ? mc - is : GM_MR, nc - js < GM_NR ? nc - js : GM_NR,
+                  p0 == 0, beta);
+      }
+    }
+  }
+}
+
+int nn_gemm_own(opf_dtype dt, int64_t M, int64_t N, int64_t K) {
+  return dt == OPF_F32 && have_avx512() && (double)M * (double)N * (double)K >= GM_MIN_MACS &&
+         M >= 2 * GM_MR && N >= GM_NR && K >= 32;
+}
+
+void nn_gemm_pack(int side, int trans, int64_t MN, int64_t K, const void *X, int64_t ld,
+                  void *dst) {
+  const int64_t R = side ? GM_NR : GM_MR, Xp = padded(MN, R);
+  for (int64_t p0 = 0; p0 < K; p0 += GM_KC) {
+    int64_t kc = K - p0 < GM_KC ? K - p0 : GM_KC;
+    if (side) pack_b((float *)dst + p0 * Xp, X, ld, trans, p0, kc, 0, MN);
+    else pack_a((float *)dst + p0 * Xp, X, ld, trans, 0, MN, p0, kc);
+  }
+}
+#else
+int nn_gemm_own(opf_dtype dt, int64_t M, int64_t N, int64_t K) {
+  (void)dt, (void)M, (void)N, (void)K;
+  return 0;
+}
+void nn_gemm_pack(int side, int trans, int64_t MN, int64_t K, const void *X, int64_t ld,
+                  void *dst) {
+  (void)side, (void)trans, (void)MN, (void)K, (void)X, (void)ld, (void)dst;
+}
+#endif
+
+size_t nn_gemm_pack_bytes(int64_t MN, int64_t K) {
+  return (size_t)(((MN + GM_NR - 1) / GM_NR * GM_NR + GM_NR) * K) * sizeof(float) + 64;
+}
+
+void nn_gemm_pre(int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
+                 const void *B, int64_t ldb, double beta, void *C, int64_t ldc, void *ws,
+                 const void *apk, const void *bpk) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (K > 0) sgemm(ta, tb, M, N, K, A, lda, B, ldb, (float)beta, C, ldc, ws, apk, bpk);
+  else if (beta != 1.0) /* an empty sum: C = beta C */
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) {
+        float *c = (float *)C + i * ldc + j;
+        *c = beta == 0 ? 0 : (float)beta * *c;
+      }
+#else
+  (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)ldb;
+  (void)beta, (void)C, (void)ldc, (void)ws, (void)apk, (void)bpk;
+#endif
+}
+
+void nn_gemm(opf_dtype dt, int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A,
+             int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc,
+             void *ws) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (ws && K > 0 && nn_gemm_own(dt, M, N, K)) {
+    sgemm(ta, tb, M, N, K, A, lda, B, ldb, (float)beta, C, ldc, ws, NULL, NULL);
+    return;
+  }
+#else
+  (void)ws;
+#endif
+  lin_gemm(dt, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+}
