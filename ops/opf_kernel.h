@@ -16,6 +16,10 @@
  * already uses it, and GCC 12 has no target_clones on aarch64 (SVE clones would need GCC 14). */
 #if defined(__x86_64__) || defined(__i386__)
 #define OPF_X86 1
+#endif
+/* OPF_NO_ISA_CLONES (CMake OPPERF_ISA_CLONES=OFF, the default of sanitizer builds): one
+ * baseline version of each kernel, the same source the clones compile. */
+#if defined(OPF_X86) && !defined(OPF_NO_ISA_CLONES)
 #define OPF_VEC __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define OPF_VEC
