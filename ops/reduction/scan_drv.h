@@ -50,6 +50,34 @@ static inline __attribute__((always_inline)) void SFN(scan_in_vec)(const int mul
   *pv = v;
 }
 
+/* The vector at o of a scan in scan order: a (times w when given), reversed for a suffix scan;
+ * and its store: back in memory order, divided by d when given. Vectors by pointer, as above. */
+static inline __attribute__((always_inline)) void SFN(scan_load)(const ST *restrict a,
+                                                                 const ST *restrict w, int64_t o,
+                                                                 int rev, SFN(scan_vec) *pv) {
+  const SFN(scan_mask) rv = SCAN_REV;
+  SFN(scan_vec) v;
+  memcpy(&v, a + o, sizeof v);
+  if (w) {
+    SFN(scan_vec) t;
+    memcpy(&t, w + o, sizeof t);
+    v *= t;
+  }
+  *pv = rev ? __builtin_shuffle(v, rv) : v;
+}
+static inline __attribute__((always_inline)) void SFN(scan_store)(const SFN(scan_vec) *pv,
+                                                                  const ST *restrict d, int64_t o,
+                                                                  int rev, ST *restrict y) {
+  const SFN(scan_mask) rv = SCAN_REV;
+  SFN(scan_vec) v = rev ? __builtin_shuffle(*pv, rv) : *pv;
+  if (d) {
+    SFN(scan_vec) t;
+    memcpy(&t, d + o, sizeof t);
+    v /= t;
+  }
+  memcpy(y + o, &v, sizeof v);
+}
+
 /* One row of n: y[i] = carry op v[0] op ... op v[i] in scan order, where v = a, or a * w when
  * w is given; rev scans from the end (suffix scan). With d, the stored value is divided by
  * d[i] (the running value itself is not). Returns the final carry. */
@@ -68,29 +96,16 @@ static inline __attribute__((always_inline)) ST SFN(scan_row_k)(const int mul, c
                                , 15, 15, 15, 15, 15, 15, 15, 15
 #endif
   };
-  const SFN(scan_mask) rv = SCAN_REV;
   int64_t i = 0;
   for (; i + SVL <= n; i += SVL) {
     const int64_t o = rev ? n - i - SVL : i;
     SFN(scan_vec) v;
-    memcpy(&v, a + o, sizeof v);
-    if (w) {
-      SFN(scan_vec) t;
-      memcpy(&t, w + o, sizeof t);
-      v *= t;
-    }
-    if (rev) v = __builtin_shuffle(v, rv);
+    SFN(scan_load)(a, w, o, rev, &v);
     SFN(scan_in_vec)(mul, &v, &id);
     const SFN(scan_vec) tot = __builtin_shuffle(v, last);
     v = SOP(mul, c, v);
     c = SOP(mul, c, tot);
-    if (rev) v = __builtin_shuffle(v, rv);
-    if (d) {
-      SFN(scan_vec) t;
-      memcpy(&t, d + o, sizeof t);
-      v /= t;
-    }
-    memcpy(y + o, &v, sizeof v);
+    SFN(scan_store)(&v, d, o, rev, y);
   }
   ST cs = c[0];
   for (; i < n; i++) {
@@ -122,7 +137,7 @@ static inline __attribute__((always_inline)) void SFN(scan_seg_k)(const int mul,
   SFN(scan_vec) id, c;
   msk kv, lane;
   for (int l = 0; l < SVL; l++) id[l] = idv, c[l] = idv, kv[l] = l % n, lane[l] = l;
-  const msk m1 = SCAN_UP(1), m2 = SCAN_UP(2), m4 = SCAN_UP(4), rv = SCAN_REV;
+  const msk m1 = SCAN_UP(1), m2 = SCAN_UP(2), m4 = SCAN_UP(4);
 #if SVL == 16
   const msk m8 = SCAN_UP(8);
 #endif
@@ -142,13 +157,7 @@ static inline __attribute__((always_inline)) void SFN(scan_seg_k)(const int mul,
   for (int64_t q = 0; q < nv; q++) {
     const int64_t o = rev ? numel - (q + 1) * SVL : q * SVL;
     SFN(scan_vec) v;
-    memcpy(&v, a + o, sizeof v);
-    if (w) {
-      SFN(scan_vec) t;
-      memcpy(&t, w + o, sizeof t);
-      v *= t;
-    }
-    if (rev) v = __builtin_shuffle(v, rv);
+    SFN(scan_load)(a, w, o, rev, &v);
     SEG_STEP(1, m1);
     SEG_STEP(2, m2);
     SEG_STEP(4, m4);
@@ -158,13 +167,7 @@ static inline __attribute__((always_inline)) void SFN(scan_seg_k)(const int mul,
     const msk on = kv > lane;
     v = SOP(mul, v, (SFN(scan_vec))(((msk)c & on) | (idb & ~on)));
     c = __builtin_shuffle(v, last);
-    if (rev) v = __builtin_shuffle(v, rv);
-    if (d) {
-      SFN(scan_vec) t;
-      memcpy(&t, d + o, sizeof t);
-      v /= t;
-    }
-    memcpy(y + o, &v, sizeof v);
+    SFN(scan_store)(&v, d, o, rev, y);
     kv += step;
     kv -= (kv >= ni) & ni;
   }
