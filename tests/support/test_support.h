@@ -9,6 +9,9 @@
  * only where want is NaN; integers: exact. Returns 0 when equal within tolerance, else fills
  * msg with the first offending element. */
 int ts_compare(const opf_tensor *got, const opf_tensor *want, double rtol, char *msg, size_t n);
+/* Output 0 of a case that has run forward against the operator's reference on the same inputs
+ * (computed into a tensor of its own): 0 when they agree within rtol, else msg says where. */
+int ts_compare_reference(const opf_case *c, double rtol, char *msg, size_t n);
 /* Element k of a float or integer tensor as a double (contiguous). */
 double ts_get(const opf_tensor *t, int64_t k);
 void ts_set(opf_tensor *t, int64_t k, double v);
