@@ -13,8 +13,11 @@ quick=0
 scripts/install-deps.sh
 jobs=$(nproc)
 t_start=$SECONDS
-# cpu: the CPU seconds (user + system) of every finished child so far, from bash's `times`.
-cpu() { times | awk 'NR == 2 { split($1 " " $2, t, /[ms ]+/); printf "%.0f", t[1] * 60 + t[2] + t[3] * 60 + t[4] }'; }
+# cpu: the CPU seconds (user + system) of every finished child of this script so far: cutime
+# and cstime of /proc/$$/stat ($$ is this shell even inside $(...), where `times` would report
+# the subshell's own children: 0).
+hz=$(getconf CLK_TCK)
+cpu() { awk -v hz="$hz" '{ sub(/^.*\) /, ""); printf "%.0f", ($14 + $15) / hz }' "/proc/$$/stat"; }
 step() { echo "== $* ($((SECONDS - t_start)) s, CPU $(cpu) s, load $(cut -d' ' -f1 /proc/loadavg))" >&2; }
 
 build() { # build-dir, strict (1: warnings and notes fail the build), extra cmake args...
