@@ -656,6 +656,9 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
   int keep = -1, cur = 0;
   int retries = s->contention_retries < 0 ? 0 : s->contention_retries;
   if (retries > OPF_MAX_ATTEMPTS - 1) retries = OPF_MAX_ATTEMPTS - 1;
+  /* Region hooks (perf record control, the sampling profiler, callgrind) would see the
+   * discarded attempts' samples too: what they record must be the reported samples. */
+  if (s->hooks || s->backend[0]) retries = 0;
   for (int ai = 0;; ai++) {
     attempt *a = &at[cur];
     if (attempt_alloc(a, cap, nev, pmu_live)) {

@@ -83,7 +83,8 @@ typedef struct opf_settings {
   int contention_retries; /* --contention-retries: measure a case again (fresh sample windows,
                              same process, after OPF_CONTENTION_PAUSE) while its contention is
                              above contention_threshold, at most this often (0: off); the
-                             attempt with the least contention is kept */
+                             attempt with the least contention is kept; off with hooks or a
+                             backend, whose records must hold the reported samples only */
   double contention_threshold; /* share of the threads' loop time spent waiting on a run queue
                                   above which a case counts as contended (OPF_CONTENTION_THRESHOLD) */
 } opf_settings;
