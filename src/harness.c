@@ -18,6 +18,7 @@
 #include "opperf/npy.h"
 #include "opperf/profile.h"
 #include "opperf/report.h"
+#include "opperf/schedstat.h"
 
 void opf_settings_default(opf_settings *s) {
   memset(s, 0, sizeof *s);
@@ -34,6 +35,8 @@ void opf_settings_default(opf_settings *s) {
   s->cache = OPF_CACHE_WARM;
   s->seed = 42;
   snprintf(s->events, sizeof s->events, "sw");
+  s->contention_retries = OPF_CONTENTION_RETRIES;
+  s->contention_threshold = OPF_CONTENTION_THRESHOLD;
 }
 
 int opf_hook_chain_add(opf_hook_chain *ch, const opf_region_hooks *h) {
@@ -131,6 +134,15 @@ void opf_result_merge(opf_result *acc, opf_result *rep) {
   }
   acc->rep_median[acc->n_reps++] = rep->time.median;
   acc->total_time += rep->total_time;
+  /* contention: the worse repetition's figures (the status says the merged case was disturbed) */
+  if (!rep->sched_ok && acc->sched_ok) {
+    acc->sched_ok = 0;
+    memcpy(acc->sched_reason, rep->sched_reason, sizeof acc->sched_reason);
+  } else if (rep->sched_ok && acc->sched_ok && rep->contention > acc->contention) {
+    acc->contention = rep->contention, acc->runq_wait_s = rep->runq_wait_s;
+    acc->oncpu_s = rep->oncpu_s, acc->contended = rep->contended;
+  }
+  acc->attempts += rep->attempts;
   opf_profile_merge(acc, rep); /* --profile */
   if (rep->batch > acc->batch) acc->batch = rep->batch;
   if (rep->peak_live_bytes > acc->peak_live_bytes) acc->peak_live_bytes = rep->peak_live_bytes;
@@ -361,6 +373,146 @@ static void empty_window(opf_pmu *pmu, opf_pmu_snap *sa, opf_pmu_snap *sb, size_
   }
 }
 
+/* One measurement attempt: its samples, counter samples and accumulators, resource and
+ * allocation figures around its sampling loop, and the scheduler's figures for every thread
+ * of the process read once before the first window and once after the last. */
+typedef struct attempt {
+  double *samples, *cpu, *start, *ev; /* ev: per-sample counts, then main, then empty windows */
+  opf_pmu_acc *acc_s, *acc_e;         /* sums over samples / empty windows */
+  double ev_run[OPF_PMU_MAX_EVENTS];
+  int ev_n[OPF_PMU_MAX_EVENTS], ev_partial[OPF_PMU_MAX_EVENTS], ev_nr[OPF_PMU_MAX_EVENTS];
+  int n;
+  double total, ci_lo, ci_hi, median;
+  char stop[12];
+  struct rusage ru0, ru1;
+  opf_alloc_stats a1, a2;
+  int sched_ok, threads;
+  opf_sched_totals s0, s1;
+  double contention;
+  char sched_reason[160];
+} attempt;
+
+static void attempt_free(attempt *a) {
+  free(a->samples);
+  free(a->cpu);
+  free(a->start);
+  free(a->ev);
+  opf_pmu_acc_free(a->acc_s);
+  opf_pmu_acc_free(a->acc_e);
+  memset(a, 0, sizeof *a);
+}
+
+static int attempt_alloc(attempt *a, int cap, size_t nev, int pmu_live) {
+  memset(a, 0, sizeof *a);
+  a->samples = malloc(sizeof *a->samples * (size_t)cap);
+  a->cpu = malloc(sizeof *a->cpu * (size_t)cap);
+  a->start = malloc(sizeof *a->start * (size_t)cap);
+  int bad = !a->samples || !a->cpu || !a->start;
+  if (pmu_live) {
+    a->ev = malloc(sizeof *a->ev * 3 * nev * (size_t)cap);
+    a->acc_s = opf_pmu_acc_new();
+    a->acc_e = opf_pmu_acc_new();
+    bad = bad || !a->ev || !a->acc_s || !a->acc_e;
+  }
+  if (bad) attempt_free(a);
+  return bad ? -1 : 0;
+}
+
+/* The sampling loop of one attempt: samples until the adaptive stop. */
+static int sample_loop(const opf_settings *s, opf_case *c, opf_pass pass, int64_t k, flusher *fl,
+                       opf_pmu *pmu, opf_pmu_snap *sa, opf_pmu_snap *sb, size_t nev, int cap,
+                       attempt *a) {
+  int rc = OPF_OK;
+  /* Per-sample counts, so counters are summarised by their median like the time (a stalled
+   * sample inflates a mean: e.g. OpenMP workers spinning while the caller waits); then the
+   * calling thread's own counts, then the empty windows' counts (the harness's own). */
+  double *ev_samples = a->ev;
+  double *ev_main = ev_samples ? ev_samples + nev * (size_t)cap : NULL;
+  double *ev_empty = ev_samples ? ev_samples + 2 * nev * (size_t)cap : NULL;
+  /* The samples so far in ascending order, for the adaptive stop (insertion: O(n) each). */
+  double *sorted = malloc(sizeof *sorted * (size_t)cap);
+  if (!sorted) {
+    snprintf(c->err.msg, sizeof c->err.msg, "cannot allocate the sample buffer");
+    return OPF_ENOMEM;
+  }
+  getrusage(RUSAGE_SELF, &a->ru0);
+  opf_alloc_stats_get(&a->a1);
+  const opf_region_hooks *hk = s->hooks;
+  opf_err se;
+  a->sched_ok = opf_sched_read(&a->s0, &se) == OPF_OK;
+  if (!a->sched_ok) snprintf(a->sched_reason, sizeof a->sched_reason, "%.150s", se.msg);
+  double start = opf_now();
+  int n = 0;
+  snprintf(a->stop, sizeof a->stop, "runs");
+  for (;;) {
+    window w;
+    sample_window(c, pass, k, fl, hk, pmu, sa, sb, &w);
+    rc = w.rc;
+    if (rc) break;
+    const double b = w.b, e = w.e, cb = w.cb, ce = w.ce;
+    const int snap_ok = w.snap_ok;
+    a->cpu[n] = (ce - cb) / (double)k;
+    a->start[n] = b;
+    a->samples[n++] = (e - b) / (double)k;
+    a->total += e - b;
+    for (size_t i = 0; snap_ok && i < nev; i++) {
+      opf_pmu_dval d;
+      opf_pmu_dstate st = opf_pmu_delta_ex(pmu, i, sa, sb, &d);
+      if (st == OPF_DV_PARTIAL) a->ev_partial[i]++;
+      if (st != OPF_DV_OK) continue;
+      a->ev_run[i] += d.frac_running * (e - b);
+      ev_main[i * (size_t)cap + (size_t)a->ev_n[i]] = d.main_value;
+      ev_samples[i * (size_t)cap + (size_t)a->ev_n[i]++] = d.value;
+    }
+    /* The harness's own count, paired with this sample: an empty window under the same
+     * conditions (cache state, load) right after it. */
+    if (snap_ok) opf_pmu_acc_add(pmu, a->acc_s, sa, sb);
+    if (snap_ok) empty_window(pmu, sa, sb, nev, fl, ev_empty, a->ev_nr, cap, a->acc_e);
+    int at = n - 1;
+    while (at > 0 && sorted[at - 1] > a->samples[n - 1]) sorted[at] = sorted[at - 1], at--;
+    sorted[at] = a->samples[n - 1];
+    double elapsed = opf_now() - start;
+    if (n >= cap) break;
+    if (n >= s->min_runs && a->total >= s->min_time) {
+      double lo, hi;
+      if (s->ci_target <= 0) {
+        snprintf(a->stop, sizeof a->stop, "min-time");
+        break;
+      }
+      if (opf_median_ci95(sorted, n, &lo, &hi) == 0 && hi - lo <= s->ci_target * sorted[n / 2]) {
+        snprintf(a->stop, sizeof a->stop, "ci");
+        break;
+      }
+      if (a->total >= s->ci_time) {
+        snprintf(a->stop, sizeof a->stop, "ci-time");
+        break;
+      }
+    }
+    if (elapsed >= s->max_time && n >= 3) {
+      snprintf(a->stop, sizeof a->stop, "max-time");
+      break;
+    }
+  }
+  double wall = opf_now() - start;
+  if (a->sched_ok) {
+    a->sched_ok = opf_sched_read(&a->s1, &se) == OPF_OK;
+    if (!a->sched_ok) snprintf(a->sched_reason, sizeof a->sched_reason, "%.150s", se.msg);
+  }
+  if (a->sched_ok) {
+    a->threads = s->threads < a->s1.tasks ? s->threads : a->s1.tasks;
+    if (a->threads < 1) a->threads = 1;
+    double wait = a->s1.runq_s - a->s0.runq_s;
+    a->contention = wall > 0 && wait > 0 ? wait / (wall * a->threads) : 0;
+  }
+  a->n = n;
+  if (n > 0 && opf_median_ci95(sorted, n, &a->ci_lo, &a->ci_hi) != 0) a->ci_lo = a->ci_hi = 0;
+  if (n > 0) a->median = sorted[n / 2];
+  free(sorted);
+  getrusage(RUSAGE_SELF, &a->ru1);
+  opf_alloc_stats_get(&a->a2);
+  return rc;
+}
+
 void opf_result_init(opf_result *r, const opf_case *c, const char *set, opf_pass pass,
                      const opf_pmu *pmu) {
   const opf_op *op = c->op;
@@ -418,7 +570,7 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
 
   opf_err err;
   opf_alloc_stats_reset();
-  opf_alloc_stats a0, a1, a2;
+  opf_alloc_stats a0;
   if (opf_case_alloc(c, with_grad, &err) || opf_case_fill(c, s->seed, &err))
     return fail(r, OPF_ST_ERROR, "%s", err.msg);
   if (s->save_dir[0] && save_tensors(s, c, pass, 0, r, &err)) {
@@ -484,106 +636,87 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
   r->batch = k;
 
   int cap = s->max_runs > 0 ? s->max_runs : 1000;
-  r->samples = malloc(sizeof *r->samples * (size_t)cap);
-  r->cpu_samples = malloc(sizeof *r->cpu_samples * (size_t)cap);
-  r->sample_start = malloc(sizeof *r->sample_start * (size_t)cap);
-  if (!r->samples || !r->cpu_samples || !r->sample_start) {
-    rc = OPF_ENOMEM;
-    snprintf(c->err.msg, sizeof c->err.msg, "cannot allocate the sample buffer");
-    goto kernel_failed;
-  }
-  double ev_sum[OPF_PMU_MAX_EVENTS] = {0}, ev_run[OPF_PMU_MAX_EVENTS] = {0};
-  double ev_resid[OPF_PMU_MAX_EVENTS] = {0};
-  int ev_n[OPF_PMU_MAX_EVENTS] = {0}, ev_partial[OPF_PMU_MAX_EVENTS] = {0};
-  int ev_nr[OPF_PMU_MAX_EVENTS] = {0};
   size_t nev = pmu ? opf_pmu_count(pmu) : 0;
   if (nev > OPF_PMU_MAX_EVENTS) nev = OPF_PMU_MAX_EVENTS;
   int pmu_live = pmu && opf_pmu_n_open(pmu) > 0;
-  /* Per-sample counts, so counters are summarised by their median like the time (a stalled
-   * sample inflates a mean: e.g. OpenMP workers spinning while the caller waits); then the
-   * calling thread's own counts, then the empty windows' counts (the harness's own). */
-  ev_samples = pmu_live ? malloc(sizeof *ev_samples * 3 * nev * (size_t)cap) : NULL;
+  double ev_sum[OPF_PMU_MAX_EVENTS] = {0}, ev_resid[OPF_PMU_MAX_EVENTS] = {0};
   sa = pmu_live ? opf_pmu_snap_new() : NULL;
   sb = pmu_live ? opf_pmu_snap_new() : NULL;
-  acc_s = pmu_live ? opf_pmu_acc_new() : NULL;
-  acc_e = pmu_live ? opf_pmu_acc_new() : NULL;
   /* size the end snapshot now: its first read would allocate inside the first window */
   if (sb) opf_pmu_read(pmu, sb);
-  if (pmu_live && (!ev_samples || !sa || !sb || !acc_s || !acc_e)) {
+  if (pmu_live && (!sa || !sb)) {
     rc = OPF_ENOMEM;
     snprintf(c->err.msg, sizeof c->err.msg, "cannot allocate the counter sample buffer");
     goto kernel_failed;
   }
+  /* Attempts: the sampling loop, again while it ran contended (--contention-retries); the
+   * attempt with the least contention is kept, the other's buffers freed. */
+  attempt at[2];
+  memset(at, 0, sizeof at);
+  int keep = -1, cur = 0;
+  int retries = s->contention_retries < 0 ? 0 : s->contention_retries;
+  if (retries > OPF_MAX_ATTEMPTS - 1) retries = OPF_MAX_ATTEMPTS - 1;
+  /* Region hooks (perf record control, the sampling profiler, callgrind) would see the
+   * discarded attempts' samples too: what they record must be the reported samples. */
+  if (s->hooks || s->backend[0]) retries = 0;
+  for (int ai = 0;; ai++) {
+    attempt *a = &at[cur];
+    if (attempt_alloc(a, cap, nev, pmu_live)) {
+      rc = OPF_ENOMEM;
+      snprintf(c->err.msg, sizeof c->err.msg, "cannot allocate the sample buffer");
+    } else {
+      if (ai) {
+        struct timespec pause = {0, (long)(OPF_CONTENTION_PAUSE * 1e9)};
+        nanosleep(&pause, NULL);
+      }
+      rc = sample_loop(s, c, pass, k, &fl, pmu_live ? pmu : NULL, sa, sb, nev, cap, a);
+    }
+    if (rc) {
+      attempt_free(&at[0]);
+      attempt_free(&at[1]);
+      goto kernel_failed;
+    }
+    r->attempts = ai + 1;
+    r->attempt_contention[ai] = a->sched_ok ? a->contention : -1;
+    r->attempt_median[ai] = a->n ? a->median : 0;
+    if (keep < 0 || (a->sched_ok && at[keep].sched_ok && a->contention < at[keep].contention)) {
+      if (keep >= 0) attempt_free(&at[keep]);
+      keep = cur;
+      r->attempt_kept = ai;
+    } else {
+      attempt_free(a);
+    }
+    const attempt *b = &at[keep];
+    if (ai >= retries || !b->sched_ok || b->contention <= s->contention_threshold) break;
+    cur = 1 - keep;
+  }
+  attempt *best = &at[keep];
+  /* the kept attempt's arrays become the result's and the figures below are its own */
+  r->samples = best->samples, r->cpu_samples = best->cpu, r->sample_start = best->start;
+  best->samples = best->cpu = best->start = NULL;
+  ev_samples = best->ev, best->ev = NULL;
+  acc_s = best->acc_s, acc_e = best->acc_e, best->acc_s = best->acc_e = NULL;
+  double *ev_run = best->ev_run;
+  int *ev_n = best->ev_n, *ev_partial = best->ev_partial, *ev_nr = best->ev_nr;
   double *ev_main = ev_samples ? ev_samples + nev * (size_t)cap : NULL;
   double *ev_empty = ev_samples ? ev_samples + 2 * nev * (size_t)cap : NULL;
-  struct rusage ru0, ru1;
-  getrusage(RUSAGE_SELF, &ru0);
-  opf_alloc_stats_get(&a1);
-  const opf_region_hooks *hk = s->hooks;
-  double start = opf_now();
-  int n = 0;
-  /* The samples so far in ascending order, for the adaptive stop (insertion: O(n) each). */
-  double *sorted = malloc(sizeof *sorted * (size_t)cap);
-  if (!sorted) {
-    rc = OPF_ENOMEM;
-    snprintf(c->err.msg, sizeof c->err.msg, "cannot allocate the sample buffer");
-    goto kernel_failed;
+  const int n = best->n;
+  r->total_time = best->total;
+  snprintf(r->stop, sizeof r->stop, "%s", best->stop);
+  r->ci_lo = best->ci_lo, r->ci_hi = best->ci_hi;
+  struct rusage ru0 = best->ru0, ru1 = best->ru1;
+  opf_alloc_stats a1 = best->a1, a2 = best->a2;
+  r->sched_ok = best->sched_ok;
+  if (best->sched_ok) {
+    double ncalls = (double)n * (double)k;
+    r->runq_wait_s = (best->s1.runq_s - best->s0.runq_s) / ncalls;
+    r->oncpu_s = (best->s1.oncpu_s - best->s0.oncpu_s) / ncalls;
+    r->contention = best->contention;
+    r->contention_threads = best->threads;
+    r->contended = best->contention > s->contention_threshold;
+  } else {
+    memcpy(r->sched_reason, best->sched_reason, sizeof r->sched_reason);
   }
-  snprintf(r->stop, sizeof r->stop, "runs");
-  for (;;) {
-    window w;
-    sample_window(c, pass, k, &fl, hk, pmu_live ? pmu : NULL, sa, sb, &w);
-    rc = w.rc;
-    if (rc) break;
-    const double b = w.b, e = w.e, cb = w.cb, ce = w.ce;
-    const int snap_ok = w.snap_ok;
-    r->cpu_samples[n] = (ce - cb) / (double)k;
-    r->sample_start[n] = b;
-    r->samples[n++] = (e - b) / (double)k;
-    r->total_time += e - b;
-    for (size_t i = 0; snap_ok && i < nev; i++) {
-      opf_pmu_dval d;
-      opf_pmu_dstate st = opf_pmu_delta_ex(pmu, i, sa, sb, &d);
-      if (st == OPF_DV_PARTIAL) ev_partial[i]++;
-      if (st != OPF_DV_OK) continue;
-      ev_run[i] += d.frac_running * (e - b);
-      ev_main[i * (size_t)cap + (size_t)ev_n[i]] = d.main_value;
-      ev_samples[i * (size_t)cap + (size_t)ev_n[i]++] = d.value;
-    }
-    /* The harness's own count, paired with this sample: an empty window under the same
-     * conditions (cache state, load) right after it. */
-    if (snap_ok) opf_pmu_acc_add(pmu, acc_s, sa, sb);
-    if (snap_ok) empty_window(pmu, sa, sb, nev, &fl, ev_empty, ev_nr, cap, acc_e);
-    int at = n - 1;
-    while (at > 0 && sorted[at - 1] > r->samples[n - 1]) sorted[at] = sorted[at - 1], at--;
-    sorted[at] = r->samples[n - 1];
-    double elapsed = opf_now() - start;
-    if (n >= cap) break;
-    if (n >= s->min_runs && r->total_time >= s->min_time) {
-      double lo, hi;
-      if (s->ci_target <= 0) {
-        snprintf(r->stop, sizeof r->stop, "min-time");
-        break;
-      }
-      if (opf_median_ci95(sorted, n, &lo, &hi) == 0 && hi - lo <= s->ci_target * sorted[n / 2]) {
-        snprintf(r->stop, sizeof r->stop, "ci");
-        break;
-      }
-      if (r->total_time >= s->ci_time) {
-        snprintf(r->stop, sizeof r->stop, "ci-time");
-        break;
-      }
-    }
-    if (elapsed >= s->max_time && n >= 3) {
-      snprintf(r->stop, sizeof r->stop, "max-time");
-      break;
-    }
-  }
-  if (n > 0 && opf_median_ci95(sorted, n, &r->ci_lo, &r->ci_hi) != 0) r->ci_lo = r->ci_hi = 0;
-  free(sorted);
-  getrusage(RUSAGE_SELF, &ru1);
-  opf_alloc_stats_get(&a2);
-  if (rc) goto kernel_failed;
 
   r->n_samples = n;
   opf_stats_compute(r->samples, n, &r->time);
@@ -675,13 +808,15 @@ int opf_measure(const opf_settings *s, opf_case *c, const char *set, opf_pass pa
     r->status = OPF_ST_ERROR;
     snprintf(r->message, sizeof r->message, "%.500s", err.msg);
   }
-  if (hk && hk->case_end) hk->case_end(hk->ctx, r);
+  if (s->hooks && s->hooks->case_end) s->hooks->case_end(s->hooks->ctx, r);
   opf_pmu_acc_free(acc_s);
   opf_pmu_acc_free(acc_e);
   opf_pmu_snap_free(sa);
   opf_pmu_snap_free(sb);
   free(ev_samples);
   free(fl.buf);
+  attempt_free(&at[0]);
+  attempt_free(&at[1]);
   opf_case_release(c);
   return OPF_OK;
 

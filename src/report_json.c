@@ -194,6 +194,29 @@ static cJSON *result_json(const opf_result *r) {
     cJSON_AddItemToObject(t, "raw", cJSON_CreateDoubleArray(r->samples, r->n_samples));
     cJSON_AddNumberToObject(t, "repetitions", r->n_reps);
     cJSON_AddItemToObject(t, "repetition_medians", cJSON_CreateDoubleArray(r->rep_median, r->n_reps));
+    if (r->attempts > 0) { /* CPU contention over the sampling loop (schedstat), and the retries */
+      cJSON *ct = cJSON_AddObjectToObject(t, "contention");
+      if (r->sched_ok) {
+        cJSON_AddStringToObject(ct, "status", r->contended ? "contended" : "measured");
+        cJSON_AddNumberToObject(ct, "fraction", r->contention);
+        cJSON_AddNumberToObject(ct, "runq_wait_s", r->runq_wait_s);
+        cJSON_AddNumberToObject(ct, "oncpu_s", r->oncpu_s);
+        cJSON_AddNumberToObject(ct, "threads", r->contention_threads);
+      } else {
+        cJSON_AddStringToObject(ct, "status", "not available");
+        cJSON_AddStringToObject(ct, "reason", r->sched_reason);
+      }
+      cJSON_AddNumberToObject(t, "attempts", r->attempts);
+      cJSON *al = cJSON_AddArrayToObject(t, "attempt_list");
+      for (int i = 0; i < r->attempts && i < OPF_MAX_ATTEMPTS && r->n_reps <= 1; i++) {
+        cJSON *ai = cJSON_CreateObject();
+        if (r->attempt_contention[i] >= 0) cJSON_AddNumberToObject(ai, "contention", r->attempt_contention[i]);
+        else cJSON_AddNullToObject(ai, "contention");
+        cJSON_AddNumberToObject(ai, "median", r->attempt_median[i]);
+        cJSON_AddBoolToObject(ai, "kept", i == r->attempt_kept);
+        cJSON_AddItemToArray(al, ai);
+      }
+    }
     if (r->ab_vs[0] && r->ab_rounds > 0) { /* --interleave: paired against another implementation */
       cJSON *ab = cJSON_AddObjectToObject(o, "ab");
       cJSON_AddStringToObject(ab, "vs", r->ab_vs);

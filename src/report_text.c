@@ -269,7 +269,12 @@ static int text_render(opf_emitter *e, int md) {
       if (tu > 0 && r->time.median > 0) snprintf(gain, sizeof gain, ", fusion gain %.2fx", tu / r->time.median);
       char views[128] = ""; /* gradients handed back as views: no data moved for them */
       if (r->grad_views[0]) snprintf(views, sizeof views, ", views %s", r->grad_views);
-      opf_textable_cell(t, c_note, "ok%s%s%s%s%s%s", r->check[0] ? ", reference ok" : "",
+      char cont[64] = ""; /* CPU contention over the sampling loop above the threshold */
+      if (r->attempts > 0 && !r->sched_ok) snprintf(cont, sizeof cont, ", contention n/a");
+      else if (r->contended)
+        snprintf(cont, sizeof cont, ", contended %.0f%% (%d attempt%s)", 100 * r->contention,
+                 r->attempts, r->attempts == 1 ? "" : "s");
+      opf_textable_cell(t, c_note, "ok%s%s%s%s%s%s%s", cont, r->check[0] ? ", reference ok" : "",
                         r->time.outliers ? ", outliers: " : "",
                         r->time.outliers ? (snprintf(b, sizeof b, "%d", r->time.outliers), b) : "", gain,
                         views, td_note);

@@ -103,6 +103,10 @@ static const wfield result_f[] = {
     NUM(45, opf_result, warmup_s),   NUM(46, opf_result, warmup_calls),
     STR(47, opf_result, ab_vs),      NUM(48, opf_result, ab_rounds),  NUM(49, opf_result, ab_ratio),
     NUM(50, opf_result, ab_lo),      NUM(51, opf_result, ab_hi),      NUM(52, opf_result, ab_round),
+    NUM(56, opf_result, sched_ok),   STR(57, opf_result, sched_reason), NUM(58, opf_result, runq_wait_s),
+    NUM(59, opf_result, oncpu_s),    NUM(60, opf_result, contention), NUM(61, opf_result, contention_threads),
+    NUM(62, opf_result, contended),  NUM(63, opf_result, attempts),   NUM(64, opf_result, attempt_kept),
+    NUM(65, opf_result, attempt_contention), NUM(66, opf_result, attempt_median),
     NUM(34, opf_result, n_events),   NUM(35, opf_result, simulated), NUM(36, opf_result, folded_len),
     SUB(37, opf_result, time, stats_t, -1),
     SUB(38, opf_result, tensors, tensor_t, (long)offsetof(opf_result, n_tensors)),
@@ -335,8 +339,9 @@ static int unlisted(const wtable *t) {
   int bad = 0;
   size_t end = 0;
   /* Members in declaration order: each gap before a member must be alignment padding. */
-  const wfield *order[64];
-  int n = t->n < 64 ? t->n : 64;
+  const wfield *order[128];
+  if (t->n > 128) return 1 << 20; /* a table this checker cannot sort: grow order[] */
+  int n = t->n;
   for (int i = 0; i < n; i++) order[i] = &t->f[i];
   for (int i = 1; i < n; i++)
     for (int j = i; j > 0 && order[j]->off < order[j - 1]->off; j--) {

@@ -45,6 +45,14 @@ int opf_hook_chain_add(opf_hook_chain *ch, const opf_region_hooks *h);
 opf_region_hooks opf_hook_chain_hooks(opf_hook_chain *ch);
 
 #define OPF_WARMUP_MIN 0.01 /* seconds of warm-up before it may end as settled */
+/* CPU contention (src/schedstat.c): run-queue wait / (sampling loop wall time x threads in
+ * use). Quiet machine: 0-1% (2 threads) and 0% (1 thread); both threads pinned to one CPU or a
+ * busy-loop co-runner: 25-50% (README, "adaptive stop"). */
+#define OPF_CONTENTION_THRESHOLD 0.05
+#define OPF_CONTENTION_RETRIES 2   /* default --contention-retries */
+#define OPF_MAX_ATTEMPTS 8         /* 1 + the most retries */
+#define OPF_CONTENTION_PAUSE 0.02  /* seconds between attempts (the scheduler may spread the
+                                      threads again meanwhile) */
 
 typedef struct opf_settings {
   double warmup;      /* at most this many seconds of warm-up calls (at least one call) ... */
@@ -72,6 +80,13 @@ typedef struct opf_settings {
   char save_dir[256]; /* "": off; else write each case's tensors there as .npy files */
   int case_index;     /* number of the case in the run (file names under save_dir) */
   int check;          /* --check: each case's outputs are checked against the reference */
+  int contention_retries; /* --contention-retries: measure a case again (fresh sample windows,
+                             same process, after OPF_CONTENTION_PAUSE) while its contention is
+                             above contention_threshold, at most this often (0: off); the
+                             attempt with the least contention is kept; off with hooks or a
+                             backend, whose records must hold the reported samples only */
+  double contention_threshold; /* share of the threads' loop time spent waiting on a run queue
+                                  above which a case counts as contended (OPF_CONTENTION_THRESHOLD) */
 } opf_settings;
 void opf_settings_default(opf_settings *s);
 
@@ -199,6 +214,20 @@ struct opf_result {
                                     interval (0: fewer than OPF_AB_MIN_ROUNDS rounds) */
   char *folded;         /* --profile-folded: this case's folded stacks (owned), NULL when none */
   size_t folded_len;
+  /* CPU contention over the kept attempt's sampling loop (/proc/self/task/<tid>/schedstat,
+   * summed over every thread of the process, read before the first and after the last sample
+   * window) */
+  int sched_ok;          /* 1: the figures below were measured; 0: not available (sched_reason) */
+  char sched_reason[160]; /* why not, when sched_ok is 0 */
+  double runq_wait_s;    /* seconds per call the threads waited on a run queue (summed) */
+  double oncpu_s;        /* seconds per call the threads ran (summed) */
+  double contention;     /* run-queue wait / (loop wall time x contention_threads) */
+  int contention_threads; /* threads in use: min(--threads, threads of the process) */
+  int contended;         /* contention above the run's threshold (after the retries) */
+  int attempts;          /* measurement attempts made (1 + retries) */
+  int attempt_kept;      /* index of the attempt reported */
+  double attempt_contention[OPF_MAX_ATTEMPTS]; /* each attempt's contention (-1: not available) */
+  double attempt_median[OPF_MAX_ATTEMPTS];     /* each attempt's median time per call */
 };
 void opf_result_release(opf_result *r);
 /* Merge repetition rep (a new measurement of acc's case and pass, e.g. in a fresh process)

@@ -195,7 +195,7 @@ enum { O_SHAPES = 256, O_INPUT, O_PARAM, O_PASS, O_RUNS, O_CPU, O_CACHE, O_SEED,
        O_FORMAT, O_SAVE, O_TIMEOUT, O_PEER, O_PLUGIN, O_CHECK, O_BACKEND,
        O_PROFILE, O_PROFILE_LAST = O_PROFILE + CLI_PROFILE_NOPTS - 1,
        O_STORE, O_STORE_LAST = O_STORE + CLI_STORE_NOPTS - 1,
-       O_CONFIG, O_DTYPE, O_IMPL, O_WARMUP, O_SETTLE, O_MINTIME, O_TARGETCI, O_CITIME, O_MAXTIME,
+       O_CONFIG, O_DTYPE, O_IMPL, O_WARMUP, O_SETTLE, O_MINTIME, O_TARGETCI, O_CITIME, O_MAXTIME, O_CRETRY,
        O_SAMPLE, O_THREADS, O_RANDOM, O_DRY, O_ISOLATE, O_NO_ISOLATE, O_REPS, O_METRIC,
        O_SAVE_BASE, O_CMP_BASE, O_BASE_DIR, O_THRESH, O_PERF_CTL, O_BLAS, O_INTERLEAVE };
 
@@ -219,6 +219,7 @@ static const cli_opt run_table[] = {
     {"min-time", O_MINTIME, "SEC", CLI_O_SECONDS, M(s.min_time), 0, 0, "measure at least this long per case and pass (default 0.03)"},
     {"target-ci", O_TARGETCI, "PCT", CLI_O_FRACTION, M(s.ci_target), 0, 0, "then stop once the 95% confidence interval of the median is\nat most PCT of it wide (default 3%; 0: stop at --min-time)"},
     {"ci-time", O_CITIME, "SEC", CLI_O_SECONDS, M(s.ci_time), 0, 0, "... or after this long if it never gets that tight (default 0.15)"},
+    {"contention-retries", O_CRETRY, "N", CLI_O_INT, M(s.contention_retries), 0, OPF_MAX_ATTEMPTS - 1, "when a case's threads waited on a run queue for over 5% of its\nsampling time (CPU contention: status \"contended N%\"), measure\nit again after a pause, at most N times, and keep the attempt\nwith the least contention (default 2; 0: off)"},
     {"max-time", O_MAXTIME, "SEC", CLI_O_SECONDS, M(s.max_time), 0, 0, "stop after this long once 3 samples exist (default 3)"},
     {"runs", O_RUNS, "N", CLI_O_CUSTOM, 0, 0, 0, "exactly N samples per case (overrides the time limits)"},
     {"sample-time", O_SAMPLE, "SEC", CLI_O_SECONDS, M(s.sample_time), 0, 0, "calibrate calls per sample to last this long (default 0.002)"},
