@@ -557,9 +557,23 @@ static size_t pool_row_elems(const pool_geom *g, int mode) {
   return g->kind == PK_MAX ? 0 : (size_t)(rows * pitch);
 }
 
+/* Channels-first planes of one short row (1-D pooling of 4096x64x12: 262144 planes of 12)
+ * paid a plane's set-up per 12 elements; an image's C rows run as one (C, W) plane instead
+ * (the window has extent 1, stride 1 and no padding along the new rows, so every output is
+ * the same; the argmax indices count within the bigger plane, forward and backward alike). */
+enum { POOL_ROW_MERGE_W = 16, POOL_ROW_MERGE_MAX = 16384 };
+static void pool_merge_rows(pool_geom *g) {
+  if (g->cl || g->in[0] != 1 || g->in[1] != 1 || g->C < 2 || g->in[2] >= POOL_ROW_MERGE_W ||
+      g->C * g->in[2] > POOL_ROW_MERGE_MAX)
+    return;
+  g->in[1] = g->out[1] = g->C;
+  g->S *= g->C, g->OS *= g->C, g->C = 1;
+}
+
 static void pool_layout(const opf_case *c, pool_ctx *t) {
   pool_geom *g = &t->g;
   pool_resolve(c, g);
+  pool_merge_rows(g);
   t->max = g->kind == PK_MAX;
   t->esz = opf_dtype_size(c->dtype);
   t->mode = pool_mode(g, t->esz);

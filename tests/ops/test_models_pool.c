@@ -290,11 +290,53 @@ static void test_global_short_planes(void **state) {
              (int64_t[]){1, 3, 5}, one, zero);
 }
 
+/* 1-D channels-first pooling of short rows runs an image's C rows as one (C, W) plane
+ * (pool_merge_rows): forward against the reference on 1 and 2 threads, max ties to the first
+ * maximum of each window, avg/sum backward as the forward's adjoint (<y, g> = <x, dx>). */
+static void test_pool1d_merged_rows(void **state) {
+  (void)state;
+  static const char *const ops[] = {"max_pool1d", "avg_pool1d", "sum_pool1d"};
+  static const char *const specs[] = {"x=5x37x12 kernel=3 stride=1 pad=1", "x=3x9x15 kernel=2 stride=2",
+                                      "x=2x3x1 kernel=1", "x=4x17x7 kernel=3 stride=2 pad=1"};
+  const int saved = omp_get_max_threads();
+  char msg[256];
+  for (size_t o = 0; o < 3; o++)
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+      for (int nt = 1; nt <= 2; nt++) {
+        omp_set_num_threads(nt);
+        const opf_op *op = ts_op(ops[o]);
+        opf_case c;
+        ts_case_ready(&c, op, OPF_F64, specs[i], 1, 29);
+        assert_int_equal(op->forward(&c), OPF_OK);
+        assert_int_equal(op->backward(&c), OPF_OK);
+        if (ts_compare_reference(&c, 1e-13, msg, sizeof msg))
+          fail_msg("%s [%s] on %d threads: %s", ops[o], specs[i], nt, msg);
+        if (o > 0) {
+          double yg = 0, xd = 0, sc = 0;
+          for (int64_t k = 0; k < opf_numel(&c.out[0]); k++)
+            yg += ts_get(&c.out[0], k) * ts_get(&c.gout[0], k), sc += fabs(ts_get(&c.out[0], k));
+          for (int64_t k = 0; k < opf_numel(&c.in[0]); k++)
+            xd += ts_get(&c.in[0], k) * ts_get(&c.gin[0], k);
+          if (!(fabs(yg - xd) <= 1e-10 * (1 + sc)))
+            fail_msg("%s [%s] on %d threads: <y, g> = %.17g, <x, dx> = %.17g", ops[o], specs[i],
+                     nt, yg, xd);
+        }
+        opf_case_release(&c);
+      }
+  omp_set_num_threads(saved);
+  const int64_t one[3] = {1, 1, 1}, zero[3] = {0, 0, 0};
+  check_ties("max_pool1d", "x=2x37x12 kernel=3 stride=1 pad=1", 0, 2, 37, (int64_t[]){1, 1, 12},
+             (int64_t[]){1, 1, 3}, one, (int64_t[]){0, 0, 1});
+  check_ties("max_pool1d", "x=3x20x9 kernel=2 stride=2", 0, 3, 20, (int64_t[]){1, 1, 9},
+             (int64_t[]){1, 1, 2}, (int64_t[]){1, 1, 2}, zero);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden_window), cmocka_unit_test(test_golden_global),
       cmocka_unit_test(test_shapes),        cmocka_unit_test(test_errors),
       cmocka_unit_test(test_max_ties),      cmocka_unit_test(test_global_short_planes),
+      cmocka_unit_test(test_pool1d_merged_rows),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
