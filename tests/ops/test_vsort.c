@@ -90,7 +90,11 @@ static void check_kv(int64_t n, int pat) {
   for (int64_t i = 0; i < n; i++) w[i].k = k[i] = key(pat, i, n, 1), w[i].v = v[i] = (uint32_t)i;
   k[n] = 0x5a5a5a5a5a5a5a5aull, v[n] = 0x5a5a5a5au;
   const int ok = srt_vsort_kv(k, v, tk, tv, n);
+#if defined(__x86_64__)
   assert_int_equal(ok != 0, srt_vsort_ok() && __builtin_cpu_supports("avx512vl"));
+#else
+  assert_int_equal(ok, 0); /* the vector sorts are x86 (AVX-512) only */
+#endif
   if (ok) qsort(w, (size_t)n, sizeof *w, cmp_kv); /* else: untouched */
   for (int64_t i = 0; i < n; i++)
     if (k[i] != w[i].k || v[i] != w[i].v)
