@@ -119,3 +119,13 @@ int ts_compare_reference(const opf_case *c, double rtol, char *msg, size_t n) {
   opf_tensor_free(&r.out[0]);
   return rc;
 }
+
+void ts_measure_small(const opf_settings *s, opf_result *r) {
+  opf_case c;
+  opf_err e;
+  const opf_op *op = opf_op_find("relu");
+  assert_non_null(op);
+  assert_int_equal(opf_case_init(&c, op, OPF_F32, "x=64x64", &e), OPF_OK);
+  assert_int_equal(opf_measure(s, &c, "custom", OPF_PASS_FWD, NULL, r), OPF_OK);
+  assert_int_equal(r->status, OPF_ST_OK);
+}

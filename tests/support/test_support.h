@@ -12,6 +12,9 @@ int ts_compare(const opf_tensor *got, const opf_tensor *want, double rtol, char 
 /* Output 0 of a case that has run forward against the operator's reference on the same inputs
  * (computed into a tensor of its own): 0 when they agree within rtol, else msg says where. */
 int ts_compare_reference(const opf_case *c, double rtol, char *msg, size_t n);
+/* Measures relu on x=64x64 float32, forward, in this process with settings s into r (no
+ * counters); fails the current test unless the result is ok. */
+void ts_measure_small(const opf_settings *s, opf_result *r);
 /* Element k of a float or integer tensor as a double (contiguous). */
 double ts_get(const opf_tensor *t, int64_t k);
 void ts_set(opf_tensor *t, int64_t k, double v);

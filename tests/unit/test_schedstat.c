@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "opperf/harness.h"
+#include "test_support.h"
 #include "opperf/op.h"
 #include "opperf/schedstat.h"
 #include "opperf/wire.h"
@@ -27,13 +28,7 @@ static void measure(int retries, opf_result *r) {
   s.threads = 1;
   s.events[0] = '\0';
   s.contention_retries = retries;
-  opf_case c;
-  opf_err e;
-  const opf_op *op = opf_op_find("relu");
-  assert_non_null(op);
-  assert_int_equal(opf_case_init(&c, op, OPF_F32, "x=64x64", &e), OPF_OK);
-  assert_int_equal(opf_measure(&s, &c, "custom", OPF_PASS_FWD, NULL, r), OPF_OK);
-  assert_int_equal(r->status, OPF_ST_OK);
+  ts_measure_small(&s, r);
 }
 
 static void test_read_self(void **state) {

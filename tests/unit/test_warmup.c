@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "opperf/harness.h"
+#include "test_support.h"
 #include "opperf/op.h"
 
 static void measure(double warmup, double settle, int calls, opf_result *r) {
@@ -24,13 +25,7 @@ static void measure(double warmup, double settle, int calls, opf_result *r) {
   s.min_time = 0;
   s.threads = 1;
   s.events[0] = '\0';
-  opf_case c;
-  opf_err e;
-  const opf_op *op = opf_op_find("relu");
-  assert_non_null(op);
-  assert_int_equal(opf_case_init(&c, op, OPF_F32, "x=64x64", &e), OPF_OK);
-  assert_int_equal(opf_measure(&s, &c, "custom", OPF_PASS_FWD, NULL, r), OPF_OK);
-  assert_int_equal(r->status, OPF_ST_OK);
+  ts_measure_small(&s, r);
 }
 
 static void test_settles_early(void **state) {
