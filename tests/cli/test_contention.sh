@@ -30,9 +30,8 @@ grep -q "contended [0-9]*% (3 attempts)" "$tmp/t2.txt" || fail "table status lac
 python3 - "$tmp/t2.json" "$tmp/t2r0.json" "$tmp/t1.json" <<'PY' || fail "contention figures"
 import json, sys
 t2, t2r0, t1 = (json.load(open(p))["results"][0]["time"] for p in sys.argv[1:4])
-# add is parallel: two threads on one CPU pay a time slice per call at its barrier (about 8 ms
-# against 0.1 ms here; under ASan's -O1 one thread alone takes about 3 ms: only 2.8x)
-assert t2["median"] > 1.5 * t1["median"], ("add not parallel?", t2["median"], t1["median"])
+# No timing ratio here (one thread on CPU 0 shares it with whatever else runs, e.g. another
+# test under ctest -j): that the two threads waited for each other is the contention itself.
 c2 = t2["contention"]
 assert c2["status"] == "contended", c2
 assert c2["fraction"] > 0.3, c2                      # about 0.5: each thread waits for the other
