@@ -26,7 +26,8 @@ static int csv_begin(opf_emitter *e) {
   fputs("op,category,impl,set,dtype,pass,status,inputs,params,calls_per_sample,samples,"
         "min_s,median_s,mean_s,p90_s,p99_s,max_s,stddev_s,cv,mad_s,outliers,flops_per_call,"
         "bytes_per_call,setup_bytes,bytes_allocated_per_call,"
-        "allocations_per_call,peak_live_bytes,max_rss_bytes,minor_faults_per_call,message",
+        "allocations_per_call,peak_live_bytes,max_rss_bytes,minor_faults_per_call,contention,"
+        "attempts,message",
         e->out);
   for (int m = 0; m < opf_metric_count(); m++) fprintf(e->out, ",%s", opf_metric_at(m)->name);
   for (int i = 0; i < e->ctx->n_events; i++) {
@@ -73,6 +74,12 @@ static int csv_record(opf_emitter *e, const opf_result *r) {
             r->minor_faults);
   else
     fputs(",,,,,,", f);
+  /* CPU contention of the kept attempt (run-queue wait share, 0..1; empty when not measured,
+   * the message or JSON says why) and the attempts made (empty when the case was not measured) */
+  if (r->status == OPF_ST_OK && r->attempts > 0 && r->sched_ok) fprintf(f, "%.4g,", r->contention);
+  else fputc(',', f);
+  if (r->attempts > 0) fprintf(f, "%d,", r->attempts);
+  else fputc(',', f);
   field(f, r->message, 0);
   for (int m = 0; m < opf_metric_count(); m++) {
     double v;

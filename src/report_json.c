@@ -392,6 +392,11 @@ static void gbench_counters(cJSON *b, const opf_result *r) {
     if (r->events[i].has_value) cJSON_AddNumberToObject(b, r->events[i].name, r->events[i].per_call);
   if (r->time.median > 0 && r->flops > 0) cJSON_AddNumberToObject(b, "FLOP/s", r->flops / r->time.median);
   if (r->time.median > 0 && r->bytes > 0) cJSON_AddNumberToObject(b, "bytes_per_second", r->bytes / r->time.median);
+  /* CPU contention of the kept attempt (run-queue wait share, 0..1), only when it was measured */
+  if (r->attempts > 0 && r->sched_ok) {
+    cJSON_AddNumberToObject(b, "contention", r->contention);
+    cJSON_AddNumberToObject(b, "attempts", r->attempts);
+  }
 }
 
 static cJSON *gbench_entry(const opf_result *r, const char *name, int family, int rep, const char *agg,

@@ -45,6 +45,11 @@ static void fake_result(opf_result *r, opf_status st) {
   snprintf(r->events[0].name, 128, "task-clock");
   r->events[0].has_value = st == OPF_ST_OK;
   r->events[0].per_call = 1.1e6;
+  if (st == OPF_ST_OK) { /* a case measured twice: the kept attempt waited 12.5% on a run queue */
+    r->attempts = 2;
+    r->sched_ok = 1;
+    r->contention = 0.125;
+  }
 }
 
 static char *slurp(const char *path) {
@@ -140,6 +145,29 @@ static void test_csv(void **state) {
   }
   assert_int_equal(lines, 3);
   assert_non_null(strstr(s, "task-clock_per_call"));
+  /* contention and attempts: measured on the ok record, empty on the skipped one */
+  assert_non_null(strstr(s, ",minor_faults_per_call,contention,attempts,message"));
+  char *ok = strchr(s, '\n') + 1, *sk = strchr(ok, '\n') + 1;
+  assert_non_null(strstr(ok, ",0.125,2,"));
+  assert_true(strstr(sk, ",,,needs 9 GiB") || strstr(sk, ",,,\"needs 9 GiB"));
+}
+
+/* Google Benchmark JSON: the contention of the kept attempt and the attempts as user counters
+ * of a measured case. */
+static void test_gbench(void **state) {
+  (void)state;
+  char path[128];
+  snprintf(path, sizeof path, "%s/out.gbench.json", dir);
+  emit(OPF_FMT_GBENCH, path, 1);
+  char *s = slurp(path);
+  assert_non_null(s);
+  cJSON *root = cJSON_Parse(s);
+  assert_non_null(root);
+  cJSON *b = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "benchmarks"), 0);
+  assert_non_null(b);
+  assert_float_equal(cJSON_GetObjectItem(b, "contention")->valuedouble, 0.125, 1e-12);
+  assert_int_equal(cJSON_GetObjectItem(b, "attempts")->valueint, 2);
+  cJSON_Delete(root);
 }
 
 static void test_table_and_md(void **state) {
@@ -290,7 +318,7 @@ static int teardown(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_json), cmocka_unit_test(test_csv),
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_json), cmocka_unit_test(test_csv), cmocka_unit_test(test_gbench),
                                      cmocka_unit_test(test_table_and_md),
                                      cmocka_unit_test(test_topdown_formats),
                                      cmocka_unit_test(test_no_file_without_commit),
