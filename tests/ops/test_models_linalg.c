@@ -307,6 +307,39 @@ static void test_own_sgemm(void **state) {
 #endif
 }
 
+/* The operators on lin_sgemm.c's float32 kernels, forward and backward, against float64 (which
+ * stays on OpenBLAS) on the same inputs, 1 and 2 threads: batch 1 (GEMV both ways, the outer
+ * product of the weight gradient), small sides (dot-product tiles, with a K split on 2
+ * threads), the packed kernel split along K, N and M, transposes, a batched product (inside
+ * batch_dot's parallel loop) and the recurrent cells at batch 1. */
+static void test_float32_products(void **state) {
+  (void)state;
+  static const char *cases[][2] = {
+      {"dense", "x=1x300 units=200"},
+      {"dense", "x=3x700 units=70"},
+      {"dense", "x=40x3x10x10 units=33"},
+      {"dense", "x=33x2000 units=70 b=none"},
+      {"dense_relu", "x=1x257 units=130"},
+      {"dense_relu", "x=45x300 units=100"},
+      {"dot", "a=64x2100 b=2100x40"},
+      {"dot", "a=1x500 b=500x300"},
+      {"dot", "a=300x1 b=1x200"},
+      {"dot", "a=200x100 b=100x1"},
+      {"dot", "a=300x50 b=70x300 transpose_a=true transpose_b=true"},
+      {"dot", "a=150x300 b=310x300 transpose_b=true"},
+      {"batch_dot", "a=3x1x300 b=3x300x200"},
+      {"gru_cell", "x=1x100 hidden=70"},
+      {"lstm_cell", "x=1x64 hidden=40"},
+  };
+  int saved = omp_get_max_threads();
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+    for (int threads = 1; threads <= 2; threads++) {
+      omp_set_num_threads(threads);
+      ts_check_f32(cases[k][0], cases[k][1], 1e-4);
+    }
+  omp_set_num_threads(saved);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden_models),
@@ -316,6 +349,7 @@ int main(void) {
       cmocka_unit_test(test_kernel_paths),
       cmocka_unit_test(test_transpose_backward_buffered),
       cmocka_unit_test(test_own_sgemm),
+      cmocka_unit_test(test_float32_products),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
