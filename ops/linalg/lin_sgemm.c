@@ -31,8 +31,8 @@
 /* The dot-product kernel: a side at most this long, and K at least LIN_DOT_MIN_K. */
 #define LIN_DOT_SMALL 64
 #define LIN_DOT_MIN_K 128
-/* Column block of the column GEMV: 8 zmm accumulators. */
-#define LIN_GV_CB 128
+/* Column block of the column GEMV: its sums (4 KiB) stay in L1. */
+#define LIN_GV_CB 1024
 #define LIN_MAX_T 64
 
 static int have_avx512(void) {
@@ -101,36 +101,37 @@ AVX512 static void gemv_rows(const float *X, int64_t ldx, int64_t r0, int64_t r1
 }
 
 /* ---- GEMV, columns: y[c*incy] = alpha sum_r X[r,c] v[r*incv] + beta y, columns [c0, c1) of
- * `rows` rows, in blocks of LIN_GV_CB columns accumulated over all rows ---- */
+ * `rows` rows: blocks of up to LIN_GV_CB columns, their sums in L1 while the rows stream by
+ * four at a time (contiguous runs of X, the sums loaded and stored once per four rows) ---- */
 AVX512 static void gemv_cols(const float *X, int64_t ldx, int64_t rows, int64_t c0, int64_t c1,
                              const float *v, int64_t incv, float alpha, float beta, float *y,
                              int64_t incy) {
+  float acc[LIN_GV_CB] __attribute__((aligned(64)));
   for (int64_t cb = c0; cb < c1; cb += LIN_GV_CB) {
     const int64_t w = c1 - cb < LIN_GV_CB ? c1 - cb : LIN_GV_CB;
-    __mmask16 m[LIN_GV_CB / 16];
-    __m512 acc[LIN_GV_CB / 16];
-    for (int j = 0; j < LIN_GV_CB / 16; j++) {
-      m[j] = w > 16 * j ? tail_mask(w - 16 * j) : 0;
-      acc[j] = _mm512_setzero_ps();
-    }
+    const __mmask16 mt = tail_mask(w % 16);
+    memset(acc, 0, sizeof(float) * (size_t)((w + 15) / 16 * 16));
     const float *xb = X + cb;
     int64_t r = 0;
-    for (; r + 2 <= rows; r += 2) {
-      const __m512 a0 = _mm512_set1_ps(v[r * incv]), a1 = _mm512_set1_ps(v[(r + 1) * incv]);
-      const float *x0 = xb + r * ldx, *x1 = x0 + ldx;
-      for (int j = 0; j < LIN_GV_CB / 16; j++) {
-        acc[j] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m[j], x0 + 16 * j), a0, acc[j]);
-        acc[j] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m[j], x1 + 16 * j), a1, acc[j]);
+    for (; r < rows; r += 4) {
+      const int64_t nr = rows - r < 4 ? rows - r : 4;
+      __m512 a[4];
+      const float *x[4];
+      for (int i = 0; i < 4; i++) { /* rows past the end: weight 0 on the last row */
+        a[i] = _mm512_set1_ps(i < nr ? v[(r + i) * incv] : 0.0f);
+        x[i] = xb + (r + (i < nr ? i : 0)) * ldx;
+      }
+      for (int64_t j = 0; j < w; j += 16) {
+        const __mmask16 m = j + 16 <= w ? 0xFFFF : mt;
+        __m512 s = _mm512_load_ps(acc + j);
+        s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x[0] + j), a[0], s);
+        s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x[1] + j), a[1], s);
+        s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x[2] + j), a[2], s);
+        s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x[3] + j), a[3], s);
+        _mm512_store_ps(acc + j, s);
       }
     }
-    for (; r < rows; r++) {
-      const __m512 a0 = _mm512_set1_ps(v[r * incv]);
-      for (int j = 0; j < LIN_GV_CB / 16; j++)
-        acc[j] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m[j], xb + r * ldx + 16 * j), a0, acc[j]);
-    }
-    float out[LIN_GV_CB] __attribute__((aligned(64)));
-    for (int j = 0; j < LIN_GV_CB / 16; j++) _mm512_store_ps(out + 16 * j, acc[j]);
-    for (int64_t j = 0; j < w; j++) put(y + (cb + j) * incy, alpha, beta, out[j]);
+    for (int64_t j = 0; j < w; j++) put(y + (cb + j) * incy, alpha, beta, acc[j]);
   }
 }
 
@@ -255,7 +256,7 @@ static int sg_run(const lin_sg *g) {
   /* K split: the output small against K (a thread's share of K at least 256) */
   const int ksplit = nt > 1 && K >= 8 * (M > N ? M : N) && K / nt >= 256;
   if (nt == 1) {
-    void *ws = wsb ? scratch(wsb) : NULL;
+    void *ws = wsb ? scratch(wsb) : NULL; /* the dot kernel needs none */
     if (wsb && !ws) return 0;
     sg_block(g, 0, M, 0, N, 0, K, g->beta, g->C, g->ldc, ws);
     return 1;
@@ -266,17 +267,18 @@ static int sg_run(const lin_sg *g) {
   const int64_t unit_n = g->dot ? 16 : 32, unit_m = g->dot ? 4 : LIN_MR;
   const int nsplit = !ksplit && (N >= M ? N / nt >= unit_n : M / nt < 2 * unit_m);
   float *parts[LIN_MAX_T];
-  int failed = 0;
+  int ok[LIN_MAX_T], failed = 0;
   const size_t pb = ksplit ? (size_t)(M * N) * sizeof(float) : 0;
 #pragma omp parallel num_threads(nt) reduction(| : failed)
   {
     const int t = omp_get_thread_num(), n = omp_get_num_threads();
-    char *buf = scratch(wsb + pb);
-    failed = buf == NULL;
+    char *buf = wsb + pb ? scratch(wsb + pb) : NULL; /* the dot kernel outside a K split: none */
+    ok[t] = wsb + pb == 0 || buf;
+    failed = !ok[t];
     parts[t] = buf ? (float *)(buf + wsb) : NULL;
 #pragma omp barrier
     int bad = 0;
-    for (int u = 0; u < n; u++) bad |= parts[u] == NULL;
+    for (int u = 0; u < n; u++) bad |= !ok[u];
     if (!bad) {
       if (ksplit) {
         const int64_t p0 = split_at(K, t, n, 16), p1 = split_at(K, t + 1, n, 16);

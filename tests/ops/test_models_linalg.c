@@ -248,6 +248,7 @@ static void test_own_sgemm(void **state) {
       {61, 1000, 257}, {1000, 13, 200}, {64, 64, 4096}, {30, 40, 5000}, {64, 4100, 64},
       {4100, 64, 70}, {100, 300, 150}, {29, 97, 33},   {130, 33, 64}};
   int saved = omp_get_max_threads(), own = 0;
+  unsigned char took[sizeof sizes / sizeof *sizes][4][3]; /* on 1 thread: the own path ran */
   opf_rng rng;
   opf_rng_init(&rng, 23, 0);
   for (int nt = 1; nt <= 2; nt++) {
@@ -282,6 +283,11 @@ static void test_own_sgemm(void **state) {
           const int done = lin_own_sgemm(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb,
                                          (float)beta, C, ldc);
           own |= done;
+          if (nt == 1) took[z][tr][bi] = (unsigned char)done;
+          else if (done != took[z][tr][bi]) /* threads split the work, never decide the path */
+            fail_msg("own sgemm %lldx%lldx%lld ta=%d tb=%d: %s on 2 threads, %s on 1", (long long)M,
+                     (long long)N, (long long)K, ta, tb, done ? "ran" : "declined",
+                     done ? "declined" : "ran");
           for (int64_t i = 0; i < M && done; i++)
             for (int64_t j = 0; j < ldc; j++) {
               const float c = C[i * ldc + j];
