@@ -1,6 +1,7 @@
 /* act_fused.c: fused activation operators. dense_relu = relu(x w^T + b): the GEMM runs in row
  * blocks and the bias + relu epilogue runs on each block right after its GEMM, while it is in
- * cache; backward masks dy by the output (y > 0) and sums db in one pass, then two GEMMs.
+ * cache; backward masks dy by the output (y > 0) and sums db in one pass, then two GEMMs
+ * (linalg.h's own float32 kernels, or OpenBLAS in the "openblas" --impl).
  * bias_gelu = gelu(x + bias) (erf form) over the last axis: one pass each way, the bias
  * gradient summed while dx is produced. Both are checked against their unfused chains
  * (.unfused) by the harness. */
@@ -93,17 +94,18 @@ static void dr_epi_rows(int64_t lo, int64_t hi, void *v) {
   else dr_epi_f64((double *)c->out[0].data + o, b, hi - lo, d->N);
 }
 
-static int dr_forward(opf_case *c) {
-  const lin_mm m = dr_mm(c);
+static int dr_run_fwd(opf_case *c, int blas) {
+  lin_mm m = dr_mm(c);
+  m.blas = blas;
   const size_t es = opf_dtype_size(c->dtype);
   int64_t mb = DR_BLOCK_BYTES / (m.N > 0 ? m.N * (int64_t)es : 1);
   mb = mb < DR_MB_MIN ? DR_MB_MIN : mb;
   dr_ctx d = {.c = c, .N = m.N};
   for (int64_t r0 = 0; r0 < m.M; r0 += mb) {
     const int64_t rows = m.M - r0 < mb ? m.M - r0 : mb;
-    lin_gemm(m.dt, 0, 1, rows, m.N, m.K, (const char *)c->in[DR_X].data + (size_t)(r0 * m.K) * es,
-             m.K, c->in[DR_W].data, m.K, 0.0, (char *)c->out[0].data + (size_t)(r0 * m.N) * es,
-             m.N);
+    lin_gemm_own(blas, m.dt, 0, 1, rows, m.N, m.K, 1.0,
+                 (const char *)c->in[DR_X].data + (size_t)(r0 * m.K) * es, m.K, c->in[DR_W].data,
+                 m.K, 0.0, (char *)c->out[0].data + (size_t)(r0 * m.N) * es, m.N);
     d.r0 = r0;
     opf_parallel_range(rows, OPF_PAR_MIN / (m.N > 0 ? m.N : 1) + 1, dr_epi_rows, &d);
   }
@@ -124,8 +126,9 @@ static void dr_mask_tile(void *v, int64_t r0, int64_t r1, int64_t c0, int64_t c1
 }
 
 /* g = dy (y > 0) and db = colsum(g) in one pass, then dx = g w and dw = g^T x. */
-static int dr_backward(opf_case *c) {
-  const lin_mm m = dr_mm(c);
+static int dr_run_bwd(opf_case *c, int blas) {
+  lin_mm m = dr_mm(c);
+  m.blas = blas;
   dr_ctx d = {.c = c, .N = m.N, .g = c->ws};
   double *part = (double *)((char *)c->ws + dr_g_bytes(c, &m));
   act_colsum_drive(m.M, m.N, dr_mask_tile, &d, part);
@@ -134,6 +137,11 @@ static int dr_backward(opf_case *c) {
                   c->gin[DR_W].data);
   return OPF_OK;
 }
+
+static int dr_forward(opf_case *c) { return dr_run_fwd(c, 0); }
+static int dr_backward(opf_case *c) { return dr_run_bwd(c, 0); }
+static int dr_blas_fwd(opf_case *c) { return dr_run_fwd(c, 1); }
+static int dr_blas_bwd(opf_case *c) { return dr_run_bwd(c, 1); }
 
 /* dense's reference, then relu */
 static int dr_reference(opf_case *c) {
@@ -217,6 +225,11 @@ OPPERF_OP(dense_relu) = {
     .bytes = dr_bytes,
     .unfused = "dense x=x w=w b=b | relu x=_",
 };
+
+OPPERF_IMPL(dense_relu_openblas) = {.abi = OPF_OP_ABI, .name = "openblas",
+                                    .implements = "dense_relu",
+                                    .summary = "every product by OpenBLAS GEMM/GEMV",
+                                    .forward = dr_blas_fwd, .backward = dr_blas_bwd};
 
 /* ================= bias_gelu ================= */
 enum { BG_X = 0, BG_BIAS = 1 };

@@ -1,6 +1,8 @@
 /* dot.c: matrix product dot (M,K)x(K,N) and batched batch_dot (B,M,K)x(B,K,N), optionally with
- * transposed operands, and their gradients, through OpenBLAS GEMM. dot is batch_dot with one
- * batch: both share the kernels below and differ only in the rank infer accepts. */
+ * transposed operands, and their gradients, through linalg.h's lin_mm (float32: the own
+ * threaded kernels of lin_sgemm.c where they cover the shape, else OpenBLAS GEMM; the
+ * "openblas" --impl keeps every product on OpenBLAS). dot is batch_dot with one batch: both
+ * share the kernels below and differ only in the rank infer accepts. */
 #include "linalg/linalg.h"
 
 /* Below this many multiply-adds per product a threaded OpenBLAS GEMM does not scale (measured:
@@ -48,8 +50,9 @@ static void bd_run(const bd_ctx *x, int64_t batch) {
   for (int64_t i = split; i < batch; i++) bd_one(x, i);
 }
 
-static void bd_setup(opf_case *c, bd_ctx *x, int64_t *batch, int bwd) {
+static void bd_setup(opf_case *c, bd_ctx *x, int64_t *batch, int bwd, int blas) {
   opf_lin_mm_of(c, &x->m, batch);
+  x->m.blas = blas;
   size_t es = opf_dtype_size(c->dtype);
   x->bwd = bwd;
   x->sa = (size_t)(x->m.M * x->m.K) * es;
@@ -60,26 +63,22 @@ static void bd_setup(opf_case *c, bd_ctx *x, int64_t *batch, int bwd) {
   x->dA = c->gin[0].data, x->dB = c->gin[1].data;
 }
 
-static int mm_forward(opf_case *c) {
+static int mm_run(opf_case *c, int bwd, int blas) {
   bd_ctx x;
   int64_t batch;
-  bd_setup(c, &x, &batch, 0);
+  bd_setup(c, &x, &batch, bwd, blas);
   bd_run(&x, batch);
   return OPF_OK;
 }
-
-static int mm_backward(opf_case *c) {
-  bd_ctx x;
-  int64_t batch;
-  bd_setup(c, &x, &batch, 1);
-  bd_run(&x, batch);
-  return OPF_OK;
-}
+static int mm_forward(opf_case *c) { return mm_run(c, 0, 0); }
+static int mm_backward(opf_case *c) { return mm_run(c, 1, 0); }
+static int mm_blas_fwd(opf_case *c) { return mm_run(c, 0, 1); }
+static int mm_blas_bwd(opf_case *c) { return mm_run(c, 1, 1); }
 
 static int mm_reference(opf_case *c) {
   bd_ctx x;
   int64_t batch;
-  bd_setup(c, &x, &batch, 0);
+  bd_setup(c, &x, &batch, 0, 0);
   for (int64_t i = 0; i < batch; i++)
     lin_mm_reference(&x.m, x.A + i * x.sa, x.B + i * x.sb, NULL, x.C + i * x.sc);
   return OPF_OK;
@@ -110,7 +109,7 @@ OPPERF_OP(dot) = {
     .abi = OPF_OP_ABI,
     .name = "dot",
     .category = "linalg",
-    .summary = "matrix product op(a) op(b) through OpenBLAS GEMM",
+    .summary = "matrix product op(a) op(b) (own float32 kernels, else OpenBLAS GEMM)",
     .dtypes = OPF_DT_FLOAT,
     .n_in = 2,
     .in = MM_INPUTS,
@@ -147,7 +146,7 @@ OPPERF_OP(batch_dot) = {
     .abi = OPF_OP_ABI,
     .name = "batch_dot",
     .category = "linalg",
-    .summary = "batched matrix product op(a[i]) op(b[i]) through OpenBLAS GEMM",
+    .summary = "batched matrix product op(a[i]) op(b[i]) (own float32 kernels, else OpenBLAS)",
     .dtypes = OPF_DT_FLOAT,
     .n_in = 2,
     .in = MM_INPUTS,
@@ -175,3 +174,10 @@ OPPERF_OP(batch_dot) = {
     .flops = mm_flops,
     .bytes = opf_default_bytes,
 };
+
+#define MM_BLAS_IMPL(op)                                                                       \
+  {.abi = OPF_OP_ABI, .name = "openblas", .implements = op,                                  \
+   .summary = "every product by OpenBLAS GEMM/GEMV", .forward = mm_blas_fwd,                 \
+   .backward = mm_blas_bwd}
+OPPERF_IMPL(dot_openblas) = MM_BLAS_IMPL("dot");
+OPPERF_IMPL(batch_dot_openblas) = MM_BLAS_IMPL("batch_dot");

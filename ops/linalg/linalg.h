@@ -19,6 +19,7 @@ typedef struct lin_mm {
   opf_dtype dt;
   int ta, tb;
   int64_t M, N, K;
+  int blas; /* every product by OpenBLAS (the "openblas" --impl), not lin_gemm_own's kernels */
 } lin_mm;
 
 static inline int64_t lin_lda(const lin_mm *m) { return m->ta ? m->M : m->K; }
@@ -75,6 +76,22 @@ static inline void lin_gemm_ab(opf_dtype dt, int ta, int tb, int64_t M, int64_t 
                 (int)ldb, beta, C, (int)ldc);
 }
 
+/* lin_sgemm.c: float32 C = alpha op(A) op(B) + beta C by the project's own threaded kernels
+ * (AVX-512 GEMV, outer product, dot-product tiles, conv_gemm.c's packed kernel); 0 when it
+ * does not cover the case (no AVX-512, other shapes): nothing was written, use OpenBLAS. */
+int lin_own_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                  int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
+/* lin_gemm_ab by the own kernels where they cover the product, unless blas. */
+static inline void lin_gemm_own(int blas, opf_dtype dt, int ta, int tb, int64_t M, int64_t N,
+                                int64_t K, double alpha, const void *A, int64_t lda,
+                                const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
+  if (!blas && dt == OPF_F32 &&
+      lin_own_sgemm(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc))
+    return;
+  lin_gemm_ab(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
 /* C = op(A) op(B) + beta C (alpha 1). */
 static inline void lin_gemm(opf_dtype dt, int ta, int tb, int64_t M, int64_t N, int64_t K,
                             const void *A, int64_t lda, const void *B, int64_t ldb, double beta,
@@ -85,7 +102,8 @@ static inline void lin_gemm(opf_dtype dt, int ta, int tb, int64_t M, int64_t N, 
 /* Forward: C = op(A) op(B) + beta C (beta 1 lets dense pre-load the bias into C). */
 static inline void lin_mm_forward(const lin_mm *m, const void *A, const void *B, double beta,
                                   void *C) {
-  lin_gemm(m->dt, m->ta, m->tb, m->M, m->N, m->K, A, lin_lda(m), B, lin_ldb(m), beta, C, m->N);
+  lin_gemm_own(m->blas, m->dt, m->ta, m->tb, m->M, m->N, m->K, 1.0, A, lin_lda(m), B,
+               lin_ldb(m), beta, C, m->N);
 }
 
 /* Backward of C = alpha op(A) op(B) given G = dL/dC (M,N); overwrites dA and dB (either may
@@ -96,12 +114,12 @@ static inline void lin_mm_backward_ab(const lin_mm *m, double alpha, const void 
                                       const void *B, const void *G, void *dA, void *dB) {
   const int64_t M = m->M, N = m->N, K = m->K, lda = lin_lda(m), ldb = lin_ldb(m);
   if (dA) {
-    if (!m->ta) lin_gemm_ab(m->dt, 0, !m->tb, M, K, N, alpha, G, N, B, ldb, 0, dA, K);
-    else lin_gemm_ab(m->dt, m->tb, 1, K, M, N, alpha, B, ldb, G, N, 0, dA, M);
+    if (!m->ta) lin_gemm_own(m->blas, m->dt, 0, !m->tb, M, K, N, alpha, G, N, B, ldb, 0, dA, K);
+    else lin_gemm_own(m->blas, m->dt, m->tb, 1, K, M, N, alpha, B, ldb, G, N, 0, dA, M);
   }
   if (dB) {
-    if (!m->tb) lin_gemm_ab(m->dt, !m->ta, 0, K, N, M, alpha, A, lda, G, N, 0, dB, N);
-    else lin_gemm_ab(m->dt, 1, m->ta, N, K, M, alpha, G, N, A, lda, 0, dB, K);
+    if (!m->tb) lin_gemm_own(m->blas, m->dt, !m->ta, 0, K, N, M, alpha, A, lda, G, N, 0, dB, N);
+    else lin_gemm_own(m->blas, m->dt, 1, m->ta, N, K, M, alpha, G, N, A, lda, 0, dB, K);
   }
 }
 

@@ -1,6 +1,8 @@
 /* dense.c: fully connected layer y = x w^T + b (x flattened to (N, in) by default, or applied
- * on its last axis with flatten=false) and its gradients dx, dw, db. Both products go through
- * OpenBLAS GEMM (linalg/linalg.h); the bias is pre-loaded into y so GEMM adds onto it. */
+ * on its last axis with flatten=false) and its gradients dx, dw, db. The products go through
+ * linalg.h's lin_mm (float32: the own threaded kernels of lin_sgemm.c, else OpenBLAS; the
+ * "openblas" --impl keeps every product on OpenBLAS); the bias is pre-loaded into y so the
+ * GEMM adds onto it. */
 #include <math.h>
 
 #include "linalg/linalg.h"
@@ -25,6 +27,13 @@ static void dense_mm(const opf_case *c, lin_mm *m) {
   dense_dims(c, &rows, &in);
   *m = (lin_mm){.dt = c->dtype, .ta = 0, .tb = 1, .M = rows, .N = c->in[IN_W].shape[0], .K = in};
 }
+
+static int dense_run_fwd(opf_case *c, int blas);
+static int dense_run_bwd(opf_case *c, int blas);
+static int dense_forward(opf_case *c) { return dense_run_fwd(c, 0); }
+static int dense_backward(opf_case *c) { return dense_run_bwd(c, 0); }
+static int dense_blas_fwd(opf_case *c) { return dense_run_fwd(c, 1); }
+static int dense_blas_bwd(opf_case *c) { return dense_run_bwd(c, 1); }
 
 static int dense_infer(opf_case *c) {
   opf_tensor *x = &c->in[IN_X], *w = &c->in[IN_W], *b = &c->in[IN_B];
@@ -118,9 +127,10 @@ static void colsum_blocks(int64_t lo, int64_t hi, void *p) {
                x->rows, x->units, j1 - j0);
 }
 
-static int dense_forward(opf_case *c) {
+static int dense_run_fwd(opf_case *c, int blas) {
   lin_mm m;
   dense_mm(c, &m);
+  m.blas = blas;
   int bias = c->present[IN_B];
   if (bias) {
     dense_ctx x = {c, m.N, m.M};
@@ -130,9 +140,10 @@ static int dense_forward(opf_case *c) {
   return OPF_OK;
 }
 
-static int dense_backward(opf_case *c) {
+static int dense_run_bwd(opf_case *c, int blas) {
   lin_mm m;
   dense_mm(c, &m);
+  m.blas = blas;
   lin_mm_backward(&m, c->in[IN_X].data, c->in[IN_W].data, c->gout[0].data, c->gin[IN_X].data,
                   c->gin[IN_W].data);
   if (c->present[IN_B] && c->gin[IN_B].data) {
@@ -215,3 +226,7 @@ OPPERF_OP(dense) = {
     .flops = dense_flops,
     .bytes = dense_bytes,
 };
+
+OPPERF_IMPL(dense_openblas) = {.abi = OPF_OP_ABI, .name = "openblas", .implements = "dense",
+                               .summary = "every product by OpenBLAS GEMM/GEMV",
+                               .forward = dense_blas_fwd, .backward = dense_blas_bwd};

@@ -31,6 +31,7 @@ typedef struct rnn_geom {
   int64_t T, N, In, H;
   int L, D;
   int has_h0, has_c0, has_bias;
+  int blas; /* every product by OpenBLAS (the "openblas" --impl), not linalg.h's own kernels */
 } rnn_geom;
 
 /* Input size of layer l: In, then the D*H concatenated directions of the layer below. */
@@ -70,13 +71,22 @@ int64_t rnn_param_count(const rnn_geom *g);
 
 /* ---- descriptor pieces shared by the cell and layer operators ----
  * Each operator file provides PRE_infer(c, kind), PRE_run(c, kind, mode) (mode 0 forward,
- * 1 backward, 2 reference) and PRE_flops(c, kind, pass); RNN_HOOKS binds them to one kind. */
+ * 1 backward, 2 reference; | RNN_BLAS: every product by OpenBLAS) and PRE_flops(c, kind,
+ * pass); RNN_HOOKS binds them to one kind, OPPERF_IMPL(id_openblas) = RNN_BLAS_IMPL(id) registers
+ * the "openblas" --impl of operator id. */
+#define RNN_BLAS 4
 #define RNN_HOOKS(id, KIND, PRE)                                                               \
   static int id##_infer(opf_case *c) { return PRE##_infer(c, KIND); }                          \
   static int id##_forward(opf_case *c) { return PRE##_run(c, KIND, 0); }                       \
   static int id##_backward(opf_case *c) { return PRE##_run(c, KIND, 1); }                      \
+  static int id##_blas_forward(opf_case *c) { return PRE##_run(c, KIND, RNN_BLAS); }           \
+  static int id##_blas_backward(opf_case *c) { return PRE##_run(c, KIND, 1 | RNN_BLAS); }      \
   static int id##_reference(opf_case *c) { return PRE##_run(c, KIND, 2); }                     \
   static double id##_flops(const opf_case *c, opf_pass p) { return PRE##_flops(c, KIND, p); }
+#define RNN_BLAS_IMPL(id)                                                                      \
+  {.abi = OPF_OP_ABI, .name = "openblas", .implements = #id,                                   \
+   .summary = "every product by OpenBLAS GEMM/GEMV", .forward = id##_blas_forward,            \
+   .backward = id##_blas_backward}
 #define RNN_COMMON(id)                                                                         \
   .abi = OPF_OP_ABI, .category = "nn.rnn", .dtypes = OPF_DT_FLOAT, .infer = id##_infer,        \
   .forward = id##_forward, .backward = id##_backward, .reference = id##_reference,             \

@@ -92,11 +92,13 @@ static void cell_bind(opf_case *c, rnn_kind k, rnn_bind *b, int grads) {
   if (c->present[ib] && c->gin[ib].data) w->dbih = c->gin[ib].data, w->dbhh = (char *)c->gin[ib].data + half;
 }
 
-/* mode 0 forward, 1 backward, 2 reference */
+/* mode 0 forward, 1 backward, 2 reference (| RNN_BLAS: OpenBLAS products) */
 static int cell_run(opf_case *c, rnn_kind k, int mode) {
   rnn_geom g;
   rnn_bind b;
   cell_geom(c, k, &g);
+  g.blas = (mode & RNN_BLAS) != 0;
+  mode &= ~RNN_BLAS;
   cell_bind(c, k, &b, mode == 1);
   if (mode == 2) return rnn_reference(c, &g, &b);
   return mode ? rnn_backward(&g, &b, c->ws) : rnn_forward(&g, &b, c->ws);
@@ -180,3 +182,8 @@ OPPERF_OP(gru_cell) = {
     .out = {"h_next"},
     .shapes = {RNN_CELL_SHAPES, {"small", "x=4x2 w_hh=9x3"}},
 };
+
+OPPERF_IMPL(rnn_relu_cell_openblas) = RNN_BLAS_IMPL(rnn_relu_cell);
+OPPERF_IMPL(rnn_tanh_cell_openblas) = RNN_BLAS_IMPL(rnn_tanh_cell);
+OPPERF_IMPL(lstm_cell_openblas) = RNN_BLAS_IMPL(lstm_cell);
+OPPERF_IMPL(gru_cell_openblas) = RNN_BLAS_IMPL(gru_cell);

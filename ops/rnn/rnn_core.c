@@ -289,6 +289,14 @@ typedef struct rnn_dir {
 
 #define RNN_AT(p, elems) ((p) + (size_t)(elems) * es)
 
+/* lin_gemm by linalg.h's own float32 kernels (GEMV at batch 1, outer products, threaded
+ * blocks), or by OpenBLAS when g->blas. */
+static void rnn_gemm(const rnn_geom *g, int ta, int tb, int64_t M, int64_t N, int64_t K,
+                     const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
+                     int64_t ldc) {
+  lin_gemm_own(g->blas, g->dt, ta, tb, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
+}
+
 /* The direction's bias vector(s) into bias: [b_ih + b_hh; b_hh], or [b_ih; b_hh] for gru
  * (whose b_hn sits inside r's product). Absent biases are zeros. */
 static void set_bias(const rnn_geom *g, const rnn_wts *w, char *bias) {
@@ -323,8 +331,8 @@ static void dir_forward(const rnn_geom *g, const rnn_dir *d, const rnn_ws *L, ch
   char *zeros = ws + L->zeros, *hh = ws + L->hh;
   set_bias(g, d->w, ws + L->bias);
   /* input projection of all T steps: (T*N, Il) x W_ih^T; rnn's goes straight into y */
-  if (d->gates) lin_gemm(dt, 0, 1, T * N, GH, d->Il, d->x, d->Il, d->w->wih, d->Il, 0.0, d->gates, GH);
-  else lin_gemm(dt, 0, 1, T * N, H, d->Il, d->x, d->Il, d->w->wih, d->Il, 0.0, d->y, d->ldy);
+  if (d->gates) rnn_gemm(g, 0, 1, T * N, GH, d->Il, d->x, d->Il, d->w->wih, d->Il, 0.0, d->gates, GH);
+  else rnn_gemm(g, 0, 1, T * N, H, d->Il, d->x, d->Il, d->w->wih, d->Il, 0.0, d->y, d->ldy);
   rnn_step s = {.g = g, .bias = ws + L->bias, .hh = hh, .ldy = d->ldy};
   for (int64_t k = 0; k < T; k++) {
     const int64_t t = d->reverse ? T - 1 - k : k;
@@ -333,12 +341,12 @@ static void dir_forward(const rnn_geom *g, const rnn_dir *d, const rnn_ws *L, ch
     s.y = RNN_AT(d->y, t * N * d->ldy);
     if (d->gates) s.gates = RNN_AT(d->gates, t * N * GH), s.cs = RNN_AT(d->cs, t * N * H);
     if (g->kind == RNN_LSTM) {
-      if (have_h) lin_gemm(dt, 0, 1, N, GH, H, s.hp, s.ldhp, d->w->whh, H, 1.0, s.gates, GH);
+      if (have_h) rnn_gemm(g, 0, 1, N, GH, H, s.hp, s.ldhp, d->w->whh, H, 1.0, s.gates, GH);
     } else if (g->kind == RNN_GRU) {
-      if (have_h) lin_gemm(dt, 0, 1, N, GH, H, s.hp, s.ldhp, d->w->whh, H, 0.0, hh, GH);
+      if (have_h) rnn_gemm(g, 0, 1, N, GH, H, s.hp, s.ldhp, d->w->whh, H, 0.0, hh, GH);
       else memset(hh, 0, (size_t)(N * GH) * es);
     } else if (have_h) {
-      lin_gemm(dt, 0, 1, N, H, H, s.hp, s.ldhp, d->w->whh, H, 1.0, s.y, d->ldy);
+      rnn_gemm(g, 0, 1, N, H, H, s.hp, s.ldhp, d->w->whh, H, 1.0, s.y, d->ldy);
     }
     run_step(&s);
   }
@@ -365,29 +373,29 @@ static void dir_weight_grads(const rnn_geom *g, const rnn_dir *d, const rnn_dgra
   const size_t es = opf_dtype_size(dt);
   const int64_t T = g->T, N = g->N, H = g->H, GH = rnn_ngates(g->kind) * H, TN = T * N;
   const rnn_wts *w = d->w;
-  if (w->dwih) lin_gemm(dt, 1, 0, GH, d->Il, TN, dg, GH, d->x, d->Il, 0.0, w->dwih, d->Il);
+  if (w->dwih) rnn_gemm(g, 1, 0, GH, d->Il, TN, dg, GH, d->x, d->Il, 0.0, w->dwih, d->Il);
   if (w->dwhh) { /* step t pairs dGh_t with its previous h: y one step back, or h0 */
     double beta = 0;
     if (T > 1) {
       const char *A = d->reverse ? dgh : RNN_AT(dgh, N * GH);
       const char *B = d->reverse ? RNN_AT(d->y, N * d->ldy) : d->y;
-      lin_gemm(dt, 1, 0, GH, H, (T - 1) * N, A, GH, B, d->ldy, 0.0, w->dwhh, H);
+      rnn_gemm(g, 1, 0, GH, H, (T - 1) * N, A, GH, B, d->ldy, 0.0, w->dwhh, H);
       beta = 1;
     }
     if (d->h0) {
       const char *A = d->reverse ? RNN_AT(dgh, (T - 1) * N * GH) : dgh;
-      lin_gemm(dt, 1, 0, GH, H, N, A, GH, d->h0, H, beta, w->dwhh, H);
+      rnn_gemm(g, 1, 0, GH, H, N, A, GH, d->h0, H, beta, w->dwhh, H);
     } else if (T == 1) {
       memset(w->dwhh, 0, (size_t)(GH * H) * es);
     }
   }
   /* column sums as GEMV: db (1, GH) = ones (1, TN) x dG (TN, GH) */
-  if (w->dbih) lin_gemm(dt, 0, 0, 1, GH, TN, ones, TN, dg, GH, 0.0, w->dbih, GH);
+  if (w->dbih) rnn_gemm(g, 0, 0, 1, GH, TN, ones, TN, dg, GH, 0.0, w->dbih, GH);
   if (w->dbhh) {
-    if (g->kind == RNN_GRU || !w->dbih) lin_gemm(dt, 0, 0, 1, GH, TN, ones, TN, dgh, GH, 0.0, w->dbhh, GH);
+    if (g->kind == RNN_GRU || !w->dbih) rnn_gemm(g, 0, 0, 1, GH, TN, ones, TN, dgh, GH, 0.0, w->dbhh, GH);
     else memcpy(w->dbhh, w->dbih, (size_t)GH * es);
   }
-  if (gr->dx) lin_gemm(dt, 0, 0, TN, d->Il, GH, dg, GH, w->wih, d->Il, gr->beta_dx, gr->dx, d->Il);
+  if (gr->dx) rnn_gemm(g, 0, 0, TN, d->Il, GH, dg, GH, w->wih, d->Il, gr->beta_dx, gr->dx, d->Il);
 }
 
 static void dir_backward(const rnn_geom *g, const rnn_dir *d, const rnn_dgrad *gr,
@@ -414,7 +422,7 @@ static void dir_backward(const rnn_geom *g, const rnn_dir *d, const rnn_dgrad *g
     run_step(&s);
     /* dh of the previous step: dGh_t W_hh (gru adds it to its direct term z dh) */
     if (k > 0 || gr->dh0)
-      lin_gemm(dt, 0, 0, N, H, GH, s.dgh, GH, d->w->whh, H, gru ? 1.0 : 0.0, dhr, H);
+      rnn_gemm(g, 0, 0, N, H, GH, s.dgh, GH, d->w->whh, H, gru ? 1.0 : 0.0, dhr, H);
   }
   if (gr->dh0) memcpy(gr->dh0, dhr, (size_t)NH * es);
   if (gr->dc0) memcpy(gr->dc0, dc, (size_t)NH * es);

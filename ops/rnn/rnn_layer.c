@@ -120,6 +120,8 @@ static int layer_run(opf_case *c, rnn_kind k, int mode) {
   rnn_geom g;
   rnn_bind b;
   layer_geom(c, k, &g);
+  g.blas = (mode & RNN_BLAS) != 0;
+  mode &= ~RNN_BLAS;
   layer_bind(c, k, &g, &b, mode == 1);
   if (mode == 2) return rnn_reference(c, &g, &b);
   return mode ? rnn_backward(&g, &b, c->ws) : rnn_forward(&g, &b, c->ws);
@@ -216,3 +218,8 @@ OPPERF_OP(gru) = {
     .out = {"y", "hy"},
     .shapes = {RNN_LAYER_SHAPES},
 };
+
+OPPERF_IMPL(rnn_relu_openblas) = RNN_BLAS_IMPL(rnn_relu);
+OPPERF_IMPL(rnn_tanh_openblas) = RNN_BLAS_IMPL(rnn_tanh);
+OPPERF_IMPL(lstm_openblas) = RNN_BLAS_IMPL(lstm);
+OPPERF_IMPL(gru_openblas) = RNN_BLAS_IMPL(gru);

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "test_support.h"
+#include "linalg/linalg.h"
 
 static double model(const opf_op *op, const opf_case *c, int flops, opf_pass p) {
   return flops ? (op->flops ? op->flops : opf_default_flops)(c, p)
@@ -231,6 +232,120 @@ static void test_transpose_backward_buffered(void **state) {
     }
 }
 
+
+/* lin_sgemm.c's own float32 products (lin_own_sgemm) against a double-precision product: GEMV
+ * both ways (M = 1 and N = 1, each transpose), outer products (K = 1), the dot-product tiles
+ * (op(B) = B^T with a side <= 64: 4 x 4 tiles, K chunks and 16-wide remainders), the packed
+ * kernel split along M, N and K (with its reduction); beta 0 (C prefilled with NaN, never
+ * read), 1 and 0.5, alpha 0.5 where GEMV/outer take it, leading dimensions wider than the
+ * matrices, on 1 and 2 threads. Every case must write exactly the M x N block. Off AVX-512
+ * lin_own_sgemm declines (returns 0) and writes nothing. */
+static void test_own_sgemm(void **state) {
+  (void)state;
+  static const int64_t sizes[][3] = {
+      {1, 1, 1},      {1, 37, 19},    {1, 1030, 517}, {45, 1, 300},   {1030, 1, 33},
+      {7, 1, 1},      {33, 70, 1},    {300, 1029, 1}, {3, 5, 130},    {33, 67, 301},
+      {61, 1000, 257}, {1000, 13, 200}, {64, 64, 4096}, {30, 40, 5000}, {64, 4100, 64},
+      {4100, 64, 70}, {100, 300, 150}, {29, 97, 33},   {130, 33, 64}};
+  int saved = omp_get_max_threads(), own = 0;
+  unsigned char took[sizeof sizes / sizeof *sizes][4][3]; /* on 1 thread: the own path ran */
+  opf_rng rng;
+  opf_rng_init(&rng, 23, 0);
+  for (int nt = 1; nt <= 2; nt++) {
+    omp_set_num_threads(nt);
+    for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++)
+      for (int tr = 0; tr < 4; tr++)
+        for (int bi = 0; bi < 3; bi++) {
+          const int ta = tr & 1, tb = tr >> 1;
+          const int64_t M = sizes[z][0], N = sizes[z][1], K = sizes[z][2];
+          const int vec = M == 1 || N == 1 || K == 1;
+          const double beta = bi == 0 ? 0 : bi == 1 ? 1 : 0.5, alpha = vec && bi == 2 ? 0.5 : 1;
+          /* padded leading dimensions, except where a vector must be contiguous */
+          const int64_t lda = (ta ? M : K) + (M == 1 && !ta ? 0 : 3);
+          const int64_t ldb = (tb ? K : N) + (N == 1 && tb ? 0 : 5), ldc = N + 7;
+          const int64_t ra = ta ? K : M, rb = tb ? N : K;
+          float *A = opf_alloc(sizeof(float) * (size_t)(ra * lda));
+          float *B = opf_alloc(sizeof(float) * (size_t)(rb * ldb));
+          float *C = opf_alloc(sizeof(float) * (size_t)(M * ldc));
+          double *R = opf_alloc(sizeof(double) * (size_t)(M * N));
+          for (int64_t i = 0; i < ra * lda; i++) A[i] = (float)(opf_rng_uniform(&rng) - 0.5);
+          for (int64_t i = 0; i < rb * ldb; i++) B[i] = (float)(opf_rng_uniform(&rng) - 0.5);
+          for (int64_t i = 0; i < M * ldc; i++)
+            C[i] = beta == 0 || i % ldc >= N ? NAN : (float)(opf_rng_uniform(&rng) - 0.5);
+          for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+              double acc = 0;
+              for (int64_t k = 0; k < K; k++)
+                acc += (double)(ta ? A[k * lda + i] : A[i * lda + k]) *
+                       (tb ? B[j * ldb + k] : B[k * ldb + j]);
+              R[i * N + j] = alpha * acc + (beta == 0 ? 0 : beta * C[i * ldc + j]);
+            }
+          const int done = lin_own_sgemm(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb,
+                                         (float)beta, C, ldc);
+          own |= done;
+          if (nt == 1) took[z][tr][bi] = (unsigned char)done;
+          else if (done != took[z][tr][bi]) /* threads split the work, never decide the path */
+            fail_msg("own sgemm %lldx%lldx%lld ta=%d tb=%d: %s on 2 threads, %s on 1", (long long)M,
+                     (long long)N, (long long)K, ta, tb, done ? "ran" : "declined",
+                     done ? "declined" : "ran");
+          for (int64_t i = 0; i < M && done; i++)
+            for (int64_t j = 0; j < ldc; j++) {
+              const float c = C[i * ldc + j];
+              if (j >= N) {
+                if (!isnan(c))
+                  fail_msg("own sgemm %lldx%lldx%lld wrote C[%lld,%lld] past N", (long long)M,
+                           (long long)N, (long long)K, (long long)i, (long long)j);
+              } else if (!(fabs(c - R[i * N + j]) <= 2e-6 * sqrt((double)K) + 1e-6))
+                fail_msg("own sgemm %lldx%lldx%lld ta=%d tb=%d alpha=%g beta=%g on %d threads: "
+                         "C[%lld,%lld] = %.8g, expected %.8g",
+                         (long long)M, (long long)N, (long long)K, ta, tb, alpha, beta, nt,
+                         (long long)i, (long long)j, c, R[i * N + j]);
+            }
+          opf_free(A), opf_free(B), opf_free(C), opf_free(R);
+        }
+  }
+  omp_set_num_threads(saved);
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f")) assert_true(own);
+  else assert_false(own);
+#else
+  assert_false(own);
+#endif
+}
+
+/* The operators on lin_sgemm.c's float32 kernels, forward and backward, against float64 (which
+ * stays on OpenBLAS) on the same inputs, 1 and 2 threads: batch 1 (GEMV both ways, the outer
+ * product of the weight gradient), small sides (dot-product tiles, with a K split on 2
+ * threads), the packed kernel split along K, N and M, transposes, a batched product (inside
+ * batch_dot's parallel loop) and the recurrent cells at batch 1. */
+static void test_float32_products(void **state) {
+  (void)state;
+  static const char *cases[][2] = {
+      {"dense", "x=1x300 units=200"},
+      {"dense", "x=3x700 units=70"},
+      {"dense", "x=40x3x10x10 units=33"},
+      {"dense", "x=33x2000 units=70 b=none"},
+      {"dense_relu", "x=1x257 units=130"},
+      {"dense_relu", "x=45x300 units=100"},
+      {"dot", "a=64x2100 b=2100x40"},
+      {"dot", "a=1x500 b=500x300"},
+      {"dot", "a=300x1 b=1x200"},
+      {"dot", "a=200x100 b=100x1"},
+      {"dot", "a=300x50 b=70x300 transpose_a=true transpose_b=true"},
+      {"dot", "a=150x300 b=310x300 transpose_b=true"},
+      {"batch_dot", "a=3x1x300 b=3x300x200"},
+      {"gru_cell", "x=1x100 hidden=70"},
+      {"lstm_cell", "x=1x64 hidden=40"},
+  };
+  int saved = omp_get_max_threads();
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+    for (int threads = 1; threads <= 2; threads++) {
+      omp_set_num_threads(threads);
+      ts_check_f32(cases[k][0], cases[k][1], 1e-4);
+    }
+  omp_set_num_threads(saved);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden_models),
@@ -239,6 +354,8 @@ int main(void) {
       cmocka_unit_test(test_take_bad_index),
       cmocka_unit_test(test_kernel_paths),
       cmocka_unit_test(test_transpose_backward_buffered),
+      cmocka_unit_test(test_own_sgemm),
+      cmocka_unit_test(test_float32_products),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <omp.h>
+
 #include "test_support.h"
 
 /* The library's accessors (src/check.c): --check and the tests compare the same way. */
@@ -34,6 +36,31 @@ void ts_case_ready(opf_case *c, const opf_op *op, opf_dtype dt, const char *spec
   if (opf_case_init(c, op, dt, spec, &e)) fail_msg("%s [%s]: init: %s", op->name, spec, e.msg);
   if (opf_case_alloc(c, with_grad, &e)) fail_msg("%s [%s]: alloc: %s", op->name, spec, e.msg);
   if (opf_case_fill(c, seed, &e)) fail_msg("%s [%s]: fill: %s", op->name, spec, e.msg);
+}
+
+void ts_check_f32(const char *name, const char *spec, double rtol) {
+  const opf_op *op = ts_op(name);
+  opf_case c32, c64;
+  ts_case_ready(&c32, op, OPF_F32, spec, 1, 21);
+  ts_case_ready(&c64, op, OPF_F64, spec, 1, 21);
+  if (op->forward(&c32) || op->backward(&c32) || op->forward(&c64) || op->backward(&c64))
+    fail_msg("%s [%s]: %s%s", name, spec, c32.err.msg, c64.err.msg);
+  char msg[256];
+  for (int i = -1; i < op->n_in; i++) {
+    const opf_tensor *a = i < 0 ? &c32.out[0] : &c32.gin[i], *b = i < 0 ? &c64.out[0] : &c64.gin[i];
+    if (!a->data) continue;
+    opf_tensor wide;
+    opf_err e;
+    opf_tensor_set_shape(&wide, OPF_F64, a->ndim, a->shape);
+    if (opf_tensor_alloc(&wide, &e)) fail_msg("%s", e.msg);
+    for (int64_t k = 0; k < opf_numel(&wide); k++) ts_set(&wide, k, ts_get(a, k));
+    if (ts_compare(&wide, b, rtol, msg, sizeof msg))
+      fail_msg("%s [%s] %d threads: float32 %s%s differs from float64: %s", name, spec,
+               omp_get_max_threads(), i < 0 ? "output" : "gradient of ", i < 0 ? "" : op->in[i].name, msg);
+    opf_tensor_free(&wide);
+  }
+  opf_case_release(&c32);
+  opf_case_release(&c64);
 }
 
 const opf_op *ts_op(const char *name) {

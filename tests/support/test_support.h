@@ -21,6 +21,10 @@ void ts_set(opf_tensor *t, int64_t k, double v);
 /* Resolve, allocate and fill a case; fails the current test on error. */
 void ts_case_ready(opf_case *c, const opf_op *op, opf_dtype dt, const char *spec, int with_grad,
                    uint64_t seed);
+/* Forward and backward of name on spec in float32 against float64 on the same generated
+ * inputs (the float32-only kernels the float64 checks cannot reach): the output and every
+ * input gradient within rtol; fails the current test otherwise. */
+void ts_check_f32(const char *name, const char *spec, double rtol);
 /* The registered operator called name; fails the current test when there is none. */
 const opf_op *ts_op(const char *name);
 /* opf_case_init(name, float32, spec) must fail with OPF_EINVAL and a message containing want. */
