@@ -20,7 +20,8 @@
 #define WINO_XI 36    /* transform points */
 /* Bytes of V plus M per work item: both stay in the core's L2 (1 MB on Zen 5) between the
  * input transform, the GEMMs and the output transform. */
-#define WINO_BLOCK_BYTES ((int64_t)768 << 10)
+#define WINO_BLOCK_BYTES ((int64_t)1 << 20)
+#define WINO_NR 32 /* the own GEMM kernel's strip of columns (conv_gemm.c GM_NR) */
 
 int nn_wino_fits(const nn_conv_geom *g, opf_dtype dt) {
   return dt == OPF_F32 && g->nd == 2 && g->groups == 1 && g->k[1] == 3 &&
@@ -42,25 +43,47 @@ typedef struct wino_plan {
   float *gsum;        /* weight gradient: per gy channel sums of the (masked) gy, or NULL */
 } wino_plan;
 
+static int u_packed(const wino_plan *p);
+
+/* Tiles per item over the column strips the own kernel computes for them (its last strip is
+ * partly wasted: 42 tiles cost 64 columns, 56 cost 64). */
+static double strip_use(int64_t Tb) {
+  return (double)Tb / (double)((Tb + WINO_NR - 1) / WINO_NR * WINO_NR);
+}
+
+/* Tile rows per item: as many as fit WINO_BLOCK_BYTES, or with the own kernel, among the
+ * upper half of those counts the one whose tiles fill its strips best (measured: 64x64
+ * channels, 14 tiles per row, 42 tiles per item ran ~15% slower than 56). */
 static void plan_of(wino_plan *p, int64_t N, int64_t Ci, int64_t Co, int64_t Hi, int64_t Wi,
-                    int64_t ph, int64_t pw, int nhwc) {
+                    int64_t ph, int64_t pw, int nhwc, int own) {
+  p->own = own;
   p->N = N, p->Ci = Ci, p->Co = Co, p->Hi = Hi, p->Wi = Wi, p->ph = ph, p->pw = pw;
   p->Ho = Hi + 2 * ph - 2, p->Wo = Wi + 2 * pw - 2;
   p->nhwc = nhwc, p->wsc = p->mask = NULL, p->relu = 0, p->gsum = NULL;
   p->TH = (p->Ho + WINO_M - 1) / WINO_M, p->TW = (p->Wo + WINO_M - 1) / WINO_M;
-  /* V and M, and channels-last the planar rows (about 16 positions per tile) */
-  int64_t per_tile = (WINO_XI * (Ci + Co) + (nhwc ? 18 * (Ci > Co ? Ci : Co) : 0)) *
-                     (int64_t)sizeof(float);
-  int64_t tiles = WINO_BLOCK_BYTES / per_tile;
-  p->rb = tiles / p->TW;
-  if (p->rb < 1) p->rb = 1;
-  if (p->rb > p->TH) p->rb = p->TH;
+  int64_t per_tile = WINO_XI * (Ci + Co) * (int64_t)sizeof(float);
+  int64_t tiles = WINO_BLOCK_BYTES / per_tile, rb = tiles / p->TW;
+  if (rb < 1) rb = 1;
+  if (rb > p->TH) rb = p->TH;
+  p->rb = rb;
+  if (u_packed(p))
+    for (int64_t r = rb - 1; r >= (rb + 1) / 2 && r >= 1; r--)
+      if (strip_use(r * p->TW) > strip_use(p->rb * p->TW) + 1e-9) p->rb = r;
   p->Tb = p->rb * p->TW;
 }
 
 static size_t al64(size_t b) { return (b + 63) & ~(size_t)63; }
 /* U (36, Co, Ci) and the tap-major weight the transform reads (9, Co, Ci) */
-static size_t u_bytes(const wino_plan *p) { return al64((size_t)(45 * p->Ci * p->Co) * 4); }
+/* The forward products by nn_gemm's own kernel with U packed once per call (36 packs): where
+ * it runs (AVX-512) and the weight has rows and depth enough for its 14 x 32 tiles; the item's
+ * tiles (N) are not limited, their remainder strips are masked. */
+static int u_packed(const wino_plan *p) {
+  return p->own && nn_gemm_own(OPF_F32, p->Co, 1 << 20, p->Ci);
+}
+static size_t upk_bytes(const wino_plan *p) { return al64(nn_gemm_pack_bytes(p->Co, p->Ci)); }
+static size_t u_bytes(const wino_plan *p) {
+  return al64((size_t)(45 * p->Ci * p->Co) * 4) + (u_packed(p) ? WINO_XI * upk_bytes(p) : 0);
+}
 /* Per thread: V (36, Ci, Tb), M (36, Co, Tb), the transforms' scratch (one padded input row
  * and the 6 rows x 6 phases before and after B^T; or the 24 rows of A^T M and the 16 of Y),
  * for a weight gradient the thread's transformed sum dU (36, Co, Ci) and gy sums (Co),
@@ -94,12 +117,11 @@ static size_t plan_bytes(const wino_plan *p) {
 
 /* Forward plan (x to y) and data-gradient plan (gy to dx) of a geometry nn_wino_fits. */
 static void fwd_plan(const nn_conv_geom *g, wino_plan *p) {
-  plan_of(p, g->N, g->C, g->F, g->in[1], g->in[2], g->p[1], g->p[2], g->nhwc);
-  p->own = !g->openblas;
+  plan_of(p, g->N, g->C, g->F, g->in[1], g->in[2], g->p[1], g->p[2], g->nhwc, !g->openblas);
 }
 static void bwd_plan(const nn_conv_geom *g, wino_plan *p) {
-  plan_of(p, g->N, g->F, g->C, g->out[1], g->out[2], 2 - g->p[1], 2 - g->p[2], g->nhwc);
-  p->own = !g->openblas;
+  plan_of(p, g->N, g->F, g->C, g->out[1], g->out[2], 2 - g->p[1], 2 - g->p[2], g->nhwc,
+          !g->openblas);
 }
 
 size_t nn_wino_ws_bytes(const nn_conv_geom *g) {
@@ -442,9 +464,14 @@ static void run_item(const wino_plan *p, const float *U, const float *src, const
   for (int64_t ci = 0; ci < p->Ci; ci++)
     input_block(V + ci * Tb, vs, in.base + ci * in.cs, in.mask ? in.mask + ci * in.cs : NULL,
                 in.row0, p, ty0, rb, scratch);
+  const char *upk = (const char *)U + al64((size_t)(45 * p->Ci * p->Co) * 4);
   for (int xi = 0; xi < WINO_XI; xi++)
-    nn_gemm(OPF_F32, 0, 0, p->Co, Tb, p->Ci, U + (int64_t)xi * p->Co * p->Ci, p->Ci,
-            V + xi * vs, Tb, 0.0, M + xi * ms, Tb, sl.pk);
+    if (u_packed(p))
+      nn_gemm_pre(0, 0, p->Co, Tb, p->Ci, NULL, 0, V + xi * vs, Tb, 0.0, M + xi * ms, Tb, sl.pk,
+                  upk + (size_t)xi * upk_bytes(p), NULL);
+    else
+      nn_gemm(OPF_F32, 0, 0, p->Co, Tb, p->Ci, U + (int64_t)xi * p->Co * p->Ci, p->Ci,
+              V + xi * vs, Tb, 0.0, M + xi * ms, Tb, sl.pk);
   /* channels-last: the item's output rows [o0, o1) planar in T, then interleaved */
   float *dn = dst + n * p->Co * p->Ho * p->Wo, *yb = dn;
   int64_t o0 = ty0 * WINO_M, o1 = o0 + WINO_M * rb < p->Ho ? o0 + WINO_M * rb : p->Ho;
@@ -467,6 +494,12 @@ static void run(const wino_plan *p, void *ws, size_t ws_bytes, const float *w, i
                 const float *src, const float *bias, float *dst) {
   float *U = ws;
   weight_transform(U, U + WINO_XI * p->Ci * p->Co, w, p, flip);
+  if (u_packed(p)) {
+    char *upk = (char *)ws + al64((size_t)(45 * p->Ci * p->Co) * 4);
+    for (int xi = 0; xi < WINO_XI; xi++)
+      nn_gemm_pack(0, 0, p->Co, p->Ci, U + (int64_t)xi * p->Co * p->Ci, p->Ci,
+                   upk + (size_t)xi * upk_bytes(p));
+  }
   char *slots = (char *)ws + u_bytes(p);
   size_t sb = slot_bytes(p);
   int64_t per = (p->TH + p->rb - 1) / p->rb, items = p->N * per;
@@ -554,9 +587,18 @@ static void dw_item(const wino_plan *p, const float *x, const float *gy, int64_t
   for (int64_t co = 0; co < p->Co; co++)
     grad_block(G + co * Tb, gs, go.base + co * go.cs, go.mask ? go.mask + co * go.cs : NULL,
                go.row0, p, ty0, rb, p->gsum ? sl.gs + co : NULL, scratch);
-  for (int xi = 0; xi < WINO_XI; xi++)
-    nn_gemm(OPF_F32, 0, 1, p->Co, p->Ci, Tb, G + xi * gs, Tb, V + xi * vs, Tb, 1.0,
-            dU + (int64_t)xi * p->Co * p->Ci, p->Ci, sl.pk);
+  /* the own kernel wherever its tiles fit (nn_gemm's call-size limit sends these 64 x 64 x
+   * 56 products to OpenBLAS, measured ~2x slower per product here) */
+  int own = p->own && Tb >= 32 && nn_gemm_own(OPF_F32, p->Co, p->Ci, (int64_t)1 << 20);
+  for (int xi = 0; xi < WINO_XI; xi++) {
+    float *d = dU + (int64_t)xi * p->Co * p->Ci;
+    if (own)
+      nn_gemm_pre(0, 1, p->Co, p->Ci, Tb, G + xi * gs, Tb, V + xi * vs, Tb, 1.0, d, p->Ci, sl.pk,
+                  NULL, NULL);
+    else
+      nn_gemm(OPF_F32, 0, 1, p->Co, p->Ci, Tb, G + xi * gs, Tb, V + xi * vs, Tb, 1.0, d, p->Ci,
+              sl.pk);
+  }
 }
 
 /* dw[co][ci] = G^T dU[.][co][ci] G (the adjoint of weight_transform). */
