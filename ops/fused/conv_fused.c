@@ -6,6 +6,7 @@
  * weight gradient (sum g (z - mean) = w . (g col^T) + (b - mean) sum g, z the conv output),
  * so neither pass stores or recomputes the pre-activation. */
 #include <math.h>
+#include <string.h>
 
 #include "nn/conv_core.h"
 
@@ -165,8 +166,9 @@ static int bn_has_bias(const opf_case *c) {
 #endif
 }
 
-extern const opf_op opf_op_conv2d_batch_norm_relu;
-static int bn_relu(const opf_case *c) { return c->op == &opf_op_conv2d_batch_norm_relu; }
+/* By name: a built-in implementation's checks run the operator through a copy of its
+ * descriptor (tests/ops/test_ops.c), not the registered one. */
+static int bn_relu(const opf_case *c) { return !strcmp(c->op->name, "conv2d_batch_norm_relu"); }
 
 /* Our part of the workspace, before the core's: scale, shift, invstd (F each), the unscaled
  * weight-gradient sums dW' (F*Kc) and channel sums db' (F). */
