@@ -1,10 +1,15 @@
 /* conv_fused.c: conv2d fused with its epilogue: conv2d_bias_relu, conv2d_batch_norm and
  * conv2d_batch_norm_relu (batch norm in inference mode folded into a per-channel scale/shift).
- * The N-d convolution core applies the epilogue to each block of output rows right after its
- * GEMM, while the block is in L2; backward masks the output gradient with the relu on the
- * same blocks and folds the scale into the data product, and dgamma comes from the unscaled
- * weight gradient (sum g (z - mean) = w . (g col^T) + (b - mean) sum g, z the conv output),
- * so neither pass stores or recomputes the pre-activation. */
+ * Where conv2d itself takes Winograd (3x3, stride 1, float32, 16+ channels: conv_wino.c), the
+ * scale goes into the transformed weight and the shift and relu into the output transform,
+ * while each tile is in cache; backward masks the output gradient where the gradient
+ * transforms read it, scales the weight of the data gradient and sums the masked gradient in
+ * the weight-gradient pass. Elsewhere the N-d convolution core applies the epilogue to each
+ * block of output rows right after its GEMM, while the block is in L2; backward masks the
+ * output gradient with the relu on the same blocks and folds the scale into the data
+ * product. Both ways dgamma comes from the unscaled weight gradient (sum g (z - mean) =
+ * w . (g col^T) + (b - mean) sum g, z the conv output), so neither pass stores or recomputes
+ * the pre-activation. --impl im2col keeps the core for every case. */
 #include <math.h>
 #include <string.h>
 

@@ -1,15 +1,20 @@
-/* conv_wino.c: Winograd F(4x4, 3x3) convolution for 2-D float32 convolutions (NCHW or NHWC:
- * the transforms read and write either through strides) with a 3x3 window, stride 1,
- * dilation 1 and one group (conv_core.h: nn_wino_*). Each 4x4 output tile costs 36 multiplies per channel pair instead of 144: the input tiles (6x6,
+/* conv_wino.c: Winograd F(4x4, 3x3) convolution for 2-D float32 convolutions (NCHW or NHWC)
+ * with a 3x3 window, stride 1, dilation 1 and one group (conv_core.h: nn_wino_*). Each 4x4
+ * output tile costs 36 multiplies per channel pair instead of 144: the input tiles (6x6,
  * overlapping by 2) are transformed to V = B^T d B, the weights to U = G g G^T, the 36
- * element-wise products summed over channels are 36 GEMMs through OpenBLAS
- * (M[xi] = U[xi] V[xi], F x C times C x tiles), and Y = A^T M A gives the outputs. Work items
- * are blocks of tile rows of one image, sized so V and M stay in L2; threads take whole items
- * with single-threaded GEMMs, as in the im2col core. The data gradient of such a convolution
- * is the same convolution of the output gradient with the flipped, transposed weight and
- * padding 2 - pad, so one driver serves both. The transforms run on 8-float GCC vectors
- * across all the tiles of an item (contiguous arrays only), in the runtime ISA clones of
- * opf_kernel.h; the same source builds for arm64 (NEON pairs) and the baseline. */
+ * element-wise products summed over channels are 36 GEMMs (M[xi] = U[xi] V[xi], F x C times
+ * C x tiles; conv_gemm.c's AVX-512 kernel with U packed once per call where it runs, else
+ * OpenBLAS), and Y = A^T M A gives the outputs. Work items are blocks of tile rows of one
+ * image, sized so V and M stay in L2; threads take whole items with single-threaded GEMMs,
+ * as in the im2col core. The data gradient of such a convolution is the same convolution of
+ * the output gradient with the flipped, transposed weight and padding 2 - pad, so one driver
+ * serves both. The transforms run on 8-float GCC vectors across all the tiles of an item
+ * (contiguous arrays only), in the runtime ISA clones of opf_kernel.h; the same source builds
+ * for arm64 (NEON pairs) and the baseline. Channels-last tensors go through planar copies of
+ * each item's rows (8x8 register transposes), so the transforms read and write contiguous
+ * rows in both layouts. The fused operators (conv_fused.c) add a per-filter weight scale, the
+ * bias and relu in the output transform, a relu mask on the output gradient where the
+ * gradient transforms read it, and its channel sums. */
 #include <string.h>
 
 #include "conv_core.h"
