@@ -129,12 +129,21 @@ static void bwd_plan(const nn_conv_geom *g, wino_plan *p) {
           !g->openblas);
 }
 
+/* The most either plan needs with either GEMM (the own kernel's plan packs U but may take
+ * fewer tile rows per item than OpenBLAS's: infer sizes one workspace for every impl). */
 size_t nn_wino_ws_bytes(const nn_conv_geom *g) {
-  wino_plan a, b;
-  fwd_plan(g, &a);
-  bwd_plan(g, &b);
-  size_t x = plan_bytes(&a), y = plan_bytes(&b);
-  return x > y ? x : y;
+  nn_conv_geom h = *g;
+  size_t most = 0;
+  for (int blas = 0; blas < 2; blas++) {
+    wino_plan a, b;
+    h.openblas = blas;
+    fwd_plan(&h, &a);
+    bwd_plan(&h, &b);
+    size_t x = plan_bytes(&a), y = plan_bytes(&b);
+    if (x > most) most = x;
+    if (y > most) most = y;
+  }
+  return most;
 }
 
 /* G (6x3) of F(4x4, 3x3) and its use on 3 values: o[i] = sum_k G[i][k] g[k]. */
