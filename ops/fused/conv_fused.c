@@ -1,11 +1,17 @@
 /* conv_fused.c: conv2d fused with its epilogue: conv2d_bias_relu, conv2d_batch_norm and
  * conv2d_batch_norm_relu (batch norm in inference mode folded into a per-channel scale/shift).
- * The N-d convolution core applies the epilogue to each block of output rows right after its
- * GEMM, while the block is in L2; backward masks the output gradient with the relu on the
- * same blocks and folds the scale into the data product, and dgamma comes from the unscaled
- * weight gradient (sum g (z - mean) = w . (g col^T) + (b - mean) sum g, z the conv output),
- * so neither pass stores or recomputes the pre-activation. */
+ * Where conv2d itself takes Winograd (3x3, stride 1, float32, 16+ channels: conv_wino.c), the
+ * scale goes into the transformed weight and the shift and relu into the output transform,
+ * while each tile is in cache; backward masks the output gradient where the gradient
+ * transforms read it, scales the weight of the data gradient and sums the masked gradient in
+ * the weight-gradient pass. Elsewhere the N-d convolution core applies the epilogue to each
+ * block of output rows right after its GEMM, while the block is in L2; backward masks the
+ * output gradient with the relu on the same blocks and folds the scale into the data
+ * product. Both ways dgamma comes from the unscaled weight gradient (sum g (z - mean) =
+ * w . (g col^T) + (b - mean) sum g, z the conv output), so neither pass stores or recomputes
+ * the pre-activation. --impl im2col keeps the core for every case. */
 #include <math.h>
+#include <string.h>
 
 #include "nn/conv_core.h"
 
@@ -16,9 +22,25 @@ static const void *br_bias(const opf_case *c) {
   return c->present[BR_B] ? c->in[BR_B].data : NULL;
 }
 
-static int br_forward(opf_case *c) {
+/* Winograd (conv_wino.c) where the plain conv2d's automatic choice takes it, with the
+ * epilogue in its output transform and the mask in its gradient transforms; the N-d core
+ * otherwise, or always with core = 1 (the "im2col" implementation). Winograd's gradients need
+ * both dx and dw. */
+static int fused_wino(const opf_case *c, const nn_conv_geom *g, int core, int bwd, int dx_in,
+                      int dw_in) {
+  return !core && nn_wino_auto(g, c->dtype) &&
+         (!bwd || (c->gin[dx_in].data && c->gin[dw_in].data));
+}
+
+static int br_fwd(opf_case *c, int core) {
   nn_conv_geom g;
   nn_conv_op_geom(c, &g);
+  if (fused_wino(c, &g, core, 0, BR_X, BR_W)) {
+    nn_wino_fuse fu = {.relu = 1};
+    nn_wino_forward_fused(&g, c->ws, c->ws_bytes, c->in[BR_X].data, c->in[BR_W].data,
+                          br_bias(c), &fu, c->out[0].data);
+    return OPF_OK;
+  }
   nn_conv_job j = {.g = &g, .dt = c->dtype, .ws = c->ws, .ws_bytes = c->ws_bytes,
                    .w = c->in[BR_W].data, .big = c->in[BR_X].data, .small = c->out[0].data,
                    .shift = br_bias(c), .relu = 1};
@@ -26,10 +48,19 @@ static int br_forward(opf_case *c) {
   return OPF_OK;
 }
 
-/* The relu mask is y > 0: the core masks each block of gy as it goes. */
-static int br_backward(opf_case *c) {
+/* The relu mask is y > 0: the core masks each block of gy as it goes, Winograd each tile. */
+static int br_bwd(opf_case *c, int core) {
   nn_conv_geom g;
   nn_conv_op_geom(c, &g);
+  if (fused_wino(c, &g, core, 1, BR_X, BR_W)) {
+    nn_wino_fuse fu = {.mask = c->out[0].data};
+    nn_wino_data_grad_fused(&g, c->ws, c->ws_bytes, c->gout[0].data, c->in[BR_W].data, NULL,
+                            &fu, c->gin[BR_X].data);
+    fu.gsum = c->present[BR_B] ? c->gin[BR_B].data : NULL;
+    nn_wino_weight_grad_fused(&g, c->ws, c->ws_bytes, c->in[BR_X].data, c->gout[0].data, &fu,
+                              c->gin[BR_W].data);
+    return OPF_OK;
+  }
   nn_conv_job j = {.g = &g, .dt = c->dtype, .ws = c->ws, .ws_bytes = c->ws_bytes,
                    .w = c->in[BR_W].data, .big = c->in[BR_X].data, .gsmall = c->gout[0].data,
                    .mask = c->out[0].data, .dbig = c->gin[BR_X].data, .dw = c->gin[BR_W].data,
@@ -37,6 +68,9 @@ static int br_backward(opf_case *c) {
   nn_conv_backward(&j);
   return OPF_OK;
 }
+
+static int br_forward(opf_case *c) { return br_fwd(c, 0); }
+static int br_backward(opf_case *c) { return br_bwd(c, 0); }
 
 static int br_reference(opf_case *c) {
   nn_conv_geom g;
@@ -137,8 +171,9 @@ static int bn_has_bias(const opf_case *c) {
 #endif
 }
 
-extern const opf_op opf_op_conv2d_batch_norm_relu;
-static int bn_relu(const opf_case *c) { return c->op == &opf_op_conv2d_batch_norm_relu; }
+/* By name: a built-in implementation's checks run the operator through a copy of its
+ * descriptor (tests/ops/test_ops.c), not the registered one. */
+static int bn_relu(const opf_case *c) { return !strcmp(c->op->name, "conv2d_batch_norm_relu"); }
 
 /* Our part of the workspace, before the core's: scale, shift, invstd (F each), the unscaled
  * weight-gradient sums dW' (F*Kc) and channel sums db' (F). */
@@ -192,11 +227,19 @@ static size_t bn_core(const opf_case *c, const nn_conv_geom *g, void **ws) {
   return c->ws_bytes - own;
 }
 
-static int bn_forward(opf_case *c) {
+static int bn_fwd(opf_case *c, int core) {
   nn_conv_geom g;
   nn_conv_geom_of(c, &bn_spec, &g);
   bn_area a = bn_areas(c, &g);
   bn_fold(c, &g, &a);
+  if (fused_wino(c, &g, core, 0, BN_X, BN_W)) { /* y = relu?(conv(x, diag(scale) w) + shift) */
+    void *ws;
+    size_t wsb = bn_core(c, &g, &ws);
+    nn_wino_fuse fu = {.wscale = a.scale, .relu = bn_relu(c)};
+    nn_wino_forward_fused(&g, ws, wsb, c->in[BN_X].data, c->in[BN_W].data, a.shift, &fu,
+                          c->out[0].data);
+    return OPF_OK;
+  }
   nn_conv_job j = {.g = &g, .dt = c->dtype, .w = c->in[BN_W].data, .big = c->in[BN_X].data,
                    .small = c->out[0].data, .scale = a.scale, .shift = a.shift,
                    .relu = bn_relu(c)};
@@ -209,18 +252,29 @@ static int bn_forward(opf_case *c) {
  * dz = s g', so dx = col2im((s W)^T g'), dw = s dW', db = s db', where dW' = g' col(x)^T and
  * db' = sum g' come from the core; dbeta = db'; dgamma = invstd sum g' (z - mean)
  * = invstd (w . dW' + (b - mean) db') per filter. */
-static int bn_backward(opf_case *c) {
+static int bn_bwd(opf_case *c, int core) {
   nn_conv_geom g;
   nn_conv_geom_of(c, &bn_spec, &g);
   bn_area a = bn_areas(c, &g);
   bn_fold(c, &g, &a);
   opf_dtype dt = c->dtype;
   void *dw = c->gin[BN_W].data ? c->gin[BN_W].data : a.dws;
-  nn_conv_job j = {.g = &g, .dt = dt, .w = c->in[BN_W].data, .big = c->in[BN_X].data,
-                   .gsmall = c->gout[0].data, .mask = bn_relu(c) ? c->out[0].data : NULL,
-                   .gscale = a.scale, .dbig = c->gin[BN_X].data, .dw = dw, .dsmall_sum = a.dbs};
-  j.ws_bytes = bn_core(c, &g, &j.ws);
-  nn_conv_backward(&j);
+  const void *mask = bn_relu(c) ? c->out[0].data : NULL;
+  if (fused_wino(c, &g, core, 1, BN_X, BN_W)) { /* dx through diag(scale) w, dW' and db' */
+    void *ws;
+    size_t wsb = bn_core(c, &g, &ws);
+    nn_wino_fuse fu = {.wscale = a.scale, .mask = mask};
+    nn_wino_data_grad_fused(&g, ws, wsb, c->gout[0].data, c->in[BN_W].data, NULL, &fu,
+                            c->gin[BN_X].data);
+    fu.gsum = a.dbs;
+    nn_wino_weight_grad_fused(&g, ws, wsb, c->in[BN_X].data, c->gout[0].data, &fu, dw);
+  } else {
+    nn_conv_job j = {.g = &g, .dt = dt, .w = c->in[BN_W].data, .big = c->in[BN_X].data,
+                     .gsmall = c->gout[0].data, .mask = mask, .gscale = a.scale,
+                     .dbig = c->gin[BN_X].data, .dw = dw, .dsmall_sum = a.dbs};
+    j.ws_bytes = bn_core(c, &g, &j.ws);
+    nn_conv_backward(&j);
+  }
   const void *b = bn_bias(c), *w = c->in[BN_W].data;
   void *db = bn_dbias(c), *dgamma = c->gin[BN_GAMMA].data, *dbeta = c->gin[BN_BETA].data;
   for (int64_t f = 0; f < g.F; f++) {
@@ -237,6 +291,9 @@ static int bn_backward(opf_case *c) {
   }
   return OPF_OK;
 }
+
+static int bn_forward(opf_case *c) { return bn_fwd(c, 0); }
+static int bn_backward(opf_case *c) { return bn_bwd(c, 0); }
 
 /* conv2d, then batch_norm's inference formula and the relu, element by element in double */
 static int bn_reference(opf_case *c) {
@@ -321,3 +378,18 @@ OPPERF_OP(conv2d_batch_norm_relu) = {
             "conv2d + inference batch norm + relu, one epilogue per GEMM block",
             BN_UNFUSED " | relu x=_"),
 };
+
+/* ---- the N-d core always (--impl im2col): the algorithm these operators had before
+ * Winograd served them ---- */
+static int br_core_fwd(opf_case *c) { return br_fwd(c, 1); }
+static int br_core_bwd(opf_case *c) { return br_bwd(c, 1); }
+static int bn_core_fwd(opf_case *c) { return bn_fwd(c, 1); }
+static int bn_core_bwd(opf_case *c) { return bn_bwd(c, 1); }
+#define FUSED_CORE_IMPL(op, f, b)                                                              \
+  {.abi = OPF_OP_ABI, .name = "im2col", .implements = op,                                      \
+   .summary = "the im2col core with the epilogue per GEMM block, never Winograd", .forward = f, \
+   .backward = b}
+OPPERF_IMPL(conv2d_bias_relu_im2col) = FUSED_CORE_IMPL("conv2d_bias_relu", br_core_fwd, br_core_bwd);
+OPPERF_IMPL(conv2d_batch_norm_im2col) = FUSED_CORE_IMPL("conv2d_batch_norm", bn_core_fwd, bn_core_bwd);
+OPPERF_IMPL(conv2d_batch_norm_relu_im2col) =
+    FUSED_CORE_IMPL("conv2d_batch_norm_relu", bn_core_fwd, bn_core_bwd);

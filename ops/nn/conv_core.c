@@ -1141,12 +1141,10 @@ void nn_conv_op_geom(const opf_case *c, nn_conv_geom *g) {
 
 static const void *op_bias(const opf_case *c) { return c->present[2] ? c->in[2].data : NULL; }
 
-/* Winograd for a convolution the automatic choice sends there: it fits, and the channel
- * counts are large enough for its 36 GEMMs (a first layer with C = 3 keeps im2col, whose
- * hand-written small products serve it better). */
+/* Winograd where it fits: always for NN_ALGO_FAST, else where nn_wino_auto sends it. */
 static int use_wino(const nn_conv_geom *g, opf_dtype dt, int algo) {
   if (algo == NN_ALGO_GEMM || !nn_wino_fits(g, dt)) return 0;
-  return algo == NN_ALGO_FAST || (g->C >= NN_WINO_MIN_CH && g->F >= NN_WINO_MIN_CH);
+  return algo == NN_ALGO_FAST || nn_wino_auto(g, dt);
 }
 
 /* The phase decomposition for a transposed forward the automatic choice sends there: it

@@ -91,6 +91,27 @@ void nn_wino_data_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const v
 /* dw = the weight gradient of gy for input x (G^T [(A gy A^T) . (B^T x B)] G over the tiles). */
 void nn_wino_weight_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
                          const void *gy, void *dw);
+/* The same for the fused operators (conv2d_bias_relu, conv2d_batch_norm(_relu)), float32
+ * pointers. Forward: y = relu?(conv(x, diag(wscale) w) + b); data gradient: dx from gy where
+ * mask > 0 (mask: gy's shape) through diag(wscale) w; weight gradient: dw from gy where
+ * mask > 0 (wscale not applied), and gsum (F) = the channel sums of that gy. */
+typedef struct nn_wino_fuse {
+  const void *wscale; /* per filter f (F), or NULL */
+  const void *mask;   /* gradients: gy counts where mask > 0, or NULL */
+  int relu;           /* forward */
+  void *gsum;         /* weight gradient: (F), or NULL */
+} nn_wino_fuse;
+void nn_wino_forward_fused(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+                           const void *w, const void *b, const nn_wino_fuse *fu, void *y);
+void nn_wino_data_grad_fused(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *gy,
+                             const void *w, const void *bias, const nn_wino_fuse *fu, void *dx);
+void nn_wino_weight_grad_fused(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+                               const void *gy, const nn_wino_fuse *fu, void *dw);
+/* The automatic choice: Winograd fits and both channel counts reach NN_WINO_MIN_CH (a first
+ * layer with C = 3 keeps im2col, whose hand-written small products serve it better). */
+static inline int nn_wino_auto(const nn_conv_geom *g, opf_dtype dt) {
+  return nn_wino_fits(g, dt) && g->C >= NN_WINO_MIN_CH && g->F >= NN_WINO_MIN_CH;
+}
 
 /* ---- phase decomposition of a transposed convolution's forward, which is also a strided
  * convolution's data gradient (conv_subpix.c): 1-3 spatial dims, channels-first, dilation 1,

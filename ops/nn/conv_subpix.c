@@ -74,20 +74,29 @@ size_t nn_subpix_ws_bytes(const nn_conv_geom *g) {
 }
 
 #define SP_KERNELS(T, SFX)                                                                     \
-  /* The phase's sub-kernel: wp[c][(f, a0, a1, a2)] = w[f][c][t0 + s*(A-1-a) per axis]. */     \
-  static void wprep_##SFX(T *restrict wp, const T *restrict w, const nn_conv_geom *g,       \
-                          const sp_axis *x) {                                                 \
-    int64_t Kp = g->F * x[0].A * x[1].A * x[2].A, r = 0;                                      \
-    for (int64_t f = 0; f < g->F; f++)                                                        \
-      for (int64_t a0 = 0; a0 < x[0].A; a0++)                                                 \
-        for (int64_t a1 = 0; a1 < x[1].A; a1++)                                               \
-          for (int64_t a2 = 0; a2 < x[2].A; a2++, r++) {                                      \
-            int64_t kd = x[0].t0 + g->s[0] * (x[0].A - 1 - a0);                               \
-            int64_t kh = x[1].t0 + g->s[1] * (x[1].A - 1 - a1);                               \
-            int64_t kw = x[2].t0 + g->s[2] * (x[2].A - 1 - a2);                               \
-            for (int64_t c = 0; c < g->C; c++)                                                \
-              wp[c * Kp + r] = w[(((f * g->C + c) * g->k[0] + kd) * g->k[1] + kh) * g->k[2] + kw]; \
-          }                                                                                   \
+  /* Every phase's sub-kernel: wp[woff[ph] + c*Kp + (f, a0, a1, a2)] = w[f][c][t0 + s*(A-1-a)  \
+   * per axis] (Kp = F*A0*A1*A2 of the phase). One pass over w, each (f, c) window read once \
+   * and its taps written to the phases' rows, contiguous (the tap-major order before wrote   \
+   * each element Kp apart: 40% of a 512 -> 256 channel 4x4 stride-2 forward). */             \
+  static void wprep_##SFX(T *restrict wp, const int64_t *woff, const T *restrict w,         \
+                          const nn_conv_geom *g, int64_t nph, const sp_axis (*xa)[3]) {      \
+    for (int64_t c = 0; c < g->C; c++)                                                        \
+      for (int64_t f = 0; f < g->F; f++) {                                                    \
+        const T *wf = w + (f * g->C + c) * g->KK;                                             \
+        for (int64_t ph = 0; ph < nph; ph++) {                                                \
+          const sp_axis *x = xa[ph];                                                          \
+          int64_t AA = x[0].A * x[1].A * x[2].A, r = 0;                                       \
+          T *restrict d = wp + woff[ph] + c * g->F * AA + f * AA;                             \
+          for (int64_t a0 = 0; a0 < x[0].A; a0++)                                             \
+            for (int64_t a1 = 0; a1 < x[1].A; a1++)                                           \
+              for (int64_t a2 = 0; a2 < x[2].A; a2++, r++) {                                  \
+                int64_t kd = x[0].t0 + g->s[0] * (x[0].A - 1 - a0);                           \
+                int64_t kh = x[1].t0 + g->s[1] * (x[1].A - 1 - a1);                           \
+                int64_t kw = x[2].t0 + g->s[2] * (x[2].A - 1 - a2);                           \
+                d[r] = wf[(kd * g->k[1] + kh) * g->k[2] + kw];                                \
+              }                                                                               \
+        }                                                                                     \
+      }                                                                                       \
   }                                                                                           \
   /* col[(f, a0, a1, a2)*ld + q - qa] = x[f][q0 + off0 + a0][q1 + off1 + a1][q2 + off2 + a2] (0  \
    * outside) for the phase's positions q = (q0*Q1 + q1)*Q2 + q2 in [qa, qe). */              \
@@ -201,15 +210,16 @@ void nn_subpix_forward(const nn_conv_geom *g, opf_dtype dt, void *ws, size_t ws_
   sp_job j = {.g = g, .dt = dt, .x = x, .bias = b, .y = y, .wp = ws};
   int64_t nph = g->s[0] * g->s[1] * g->s[2], off = 0, qmax = 0;
   sizes(g, &j.cols, &j.kmax);
+  sp_axis xa[SP_MAX_PHASES][3];
   for (int64_t ph = 0; ph < nph; ph++) {
-    sp_axis xa[3];
-    phase_axes(g, ph, xa);
+    phase_axes(g, ph, xa[ph]);
     j.woff[ph] = off;
-    if (dt == OPF_F32) wprep_f32((float *)ws + off, w, g, xa);
-    else wprep_f64((double *)ws + off, w, g, xa);
-    off += g->C * g->F * xa[0].A * xa[1].A * xa[2].A;
-    if (xa[0].Q * xa[1].Q * xa[2].Q > qmax) qmax = xa[0].Q * xa[1].Q * xa[2].Q;
+    off += g->C * g->F * xa[ph][0].A * xa[ph][1].A * xa[ph][2].A;
+    int64_t q = xa[ph][0].Q * xa[ph][1].Q * xa[ph][2].Q;
+    if (q > qmax) qmax = q;
   }
+  if (dt == OPF_F32) wprep_f32(ws, j.woff, w, g, nph, (const sp_axis (*)[3])xa);
+  else wprep_f64(ws, j.woff, w, g, nph, (const sp_axis (*)[3])xa);
   j.nb = (g->N * qmax + j.cols - 1) / j.cols;
   j.slot_bytes = slot_bytes(g);
   j.slots = (char *)ws + wp_bytes(g);

@@ -1,15 +1,20 @@
-/* conv_wino.c: Winograd F(4x4, 3x3) convolution for 2-D float32 convolutions (NCHW or NHWC:
- * the transforms read and write either through strides) with a 3x3 window, stride 1,
- * dilation 1 and one group (conv_core.h: nn_wino_*). Each 4x4 output tile costs 36 multiplies per channel pair instead of 144: the input tiles (6x6,
+/* conv_wino.c: Winograd F(4x4, 3x3) convolution for 2-D float32 convolutions (NCHW or NHWC)
+ * with a 3x3 window, stride 1, dilation 1 and one group (conv_core.h: nn_wino_*). Each 4x4
+ * output tile costs 36 multiplies per channel pair instead of 144: the input tiles (6x6,
  * overlapping by 2) are transformed to V = B^T d B, the weights to U = G g G^T, the 36
- * element-wise products summed over channels are 36 GEMMs through OpenBLAS
- * (M[xi] = U[xi] V[xi], F x C times C x tiles), and Y = A^T M A gives the outputs. Work items
- * are blocks of tile rows of one image, sized so V and M stay in L2; threads take whole items
- * with single-threaded GEMMs, as in the im2col core. The data gradient of such a convolution
- * is the same convolution of the output gradient with the flipped, transposed weight and
- * padding 2 - pad, so one driver serves both. The transforms run on 8-float GCC vectors
- * across all the tiles of an item (contiguous arrays only), in the runtime ISA clones of
- * opf_kernel.h; the same source builds for arm64 (NEON pairs) and the baseline. */
+ * element-wise products summed over channels are 36 GEMMs (M[xi] = U[xi] V[xi], F x C times
+ * C x tiles; conv_gemm.c's AVX-512 kernel with U packed once per call where it runs, else
+ * OpenBLAS), and Y = A^T M A gives the outputs. Work items are blocks of tile rows of one
+ * image, sized so V and M stay in L2; threads take whole items with single-threaded GEMMs,
+ * as in the im2col core. The data gradient of such a convolution is the same convolution of
+ * the output gradient with the flipped, transposed weight and padding 2 - pad, so one driver
+ * serves both. The transforms run on 8-float GCC vectors across all the tiles of an item
+ * (contiguous arrays only), in the runtime ISA clones of opf_kernel.h; the same source builds
+ * for arm64 (NEON pairs) and the baseline. Channels-last tensors go through planar copies of
+ * each item's rows (8x8 register transposes), so the transforms read and write contiguous
+ * rows in both layouts. The fused operators (conv_fused.c) add a per-filter weight scale, the
+ * bias and relu in the output transform, a relu mask on the output gradient where the
+ * gradient transforms read it, and its channel sums. */
 #include <string.h>
 
 #include "conv_core.h"
@@ -20,7 +25,8 @@
 #define WINO_XI 36    /* transform points */
 /* Bytes of V plus M per work item: both stay in the core's L2 (1 MB on Zen 5) between the
  * input transform, the GEMMs and the output transform. */
-#define WINO_BLOCK_BYTES ((int64_t)768 << 10)
+#define WINO_BLOCK_BYTES ((int64_t)1 << 20)
+#define WINO_NR 32 /* the own GEMM kernel's strip of columns (conv_gemm.c GM_NR) */
 
 int nn_wino_fits(const nn_conv_geom *g, opf_dtype dt) {
   return dt == OPF_F32 && g->nd == 2 && g->groups == 1 && g->k[1] == 3 &&
@@ -31,47 +37,83 @@ int nn_wino_fits(const nn_conv_geom *g, opf_dtype dt) {
 /* The plan of one Winograd convolution: src (N, Ci, Hi, Wi) to dst (N, Co, Ho, Wo), pads. */
 typedef struct wino_plan {
   int64_t N, Ci, Co, Hi, Wi, Ho, Wo, ph, pw;
-  int64_t ics, ies, ocs, oes; /* channel and element strides of src and dst (NCHW or NHWC) */
+  int nhwc;           /* channels last: each item's rows go through planar copies (slot T) */
   int64_t TH, TW, rb; /* tiles down and across, tile rows per item */
   int64_t Tb;         /* tiles per item (rb * TW) */
   int own;            /* GEMMs by nn_gemm's own kernel (else OpenBLAS) */
+  /* the fused operators' additions (nn_wino_fuse): */
+  const float *wsc;   /* per weight row f of w (F, C, 3, 3): w[f] scaled by it, or NULL */
+  const float *mask;  /* the gy side counts only where mask > 0 (gy's layout), or NULL */
+  int relu;           /* output transform: max(y, 0) after the bias */
+  float *gsum;        /* weight gradient: per gy channel sums of the (masked) gy, or NULL */
 } wino_plan;
 
+static int u_packed(const wino_plan *p);
+
+/* Tiles per item over the column strips the own kernel computes for them (its last strip is
+ * partly wasted: 42 tiles cost 64 columns, 56 cost 64). */
+static double strip_use(int64_t Tb) {
+  return (double)Tb / (double)((Tb + WINO_NR - 1) / WINO_NR * WINO_NR);
+}
+
+/* Tile rows per item: as many as fit WINO_BLOCK_BYTES, or with the own kernel, among the
+ * upper half of those counts the one whose tiles fill its strips best (measured: 64x64
+ * channels, 14 tiles per row, 42 tiles per item ran ~15% slower than 56). */
 static void plan_of(wino_plan *p, int64_t N, int64_t Ci, int64_t Co, int64_t Hi, int64_t Wi,
-                    int64_t ph, int64_t pw, int nhwc) {
+                    int64_t ph, int64_t pw, int nhwc, int own) {
+  p->own = own;
   p->N = N, p->Ci = Ci, p->Co = Co, p->Hi = Hi, p->Wi = Wi, p->ph = ph, p->pw = pw;
   p->Ho = Hi + 2 * ph - 2, p->Wo = Wi + 2 * pw - 2;
-  p->ics = nhwc ? 1 : Hi * Wi, p->ies = nhwc ? Ci : 1;
-  p->ocs = nhwc ? 1 : p->Ho * p->Wo, p->oes = nhwc ? Co : 1;
+  p->nhwc = nhwc, p->wsc = p->mask = NULL, p->relu = 0, p->gsum = NULL;
   p->TH = (p->Ho + WINO_M - 1) / WINO_M, p->TW = (p->Wo + WINO_M - 1) / WINO_M;
   int64_t per_tile = WINO_XI * (Ci + Co) * (int64_t)sizeof(float);
-  int64_t tiles = WINO_BLOCK_BYTES / per_tile;
-  p->rb = tiles / p->TW;
-  if (p->rb < 1) p->rb = 1;
-  if (p->rb > p->TH) p->rb = p->TH;
+  int64_t tiles = WINO_BLOCK_BYTES / per_tile, rb = tiles / p->TW;
+  if (rb < 1) rb = 1;
+  if (rb > p->TH) rb = p->TH;
+  p->rb = rb;
+  if (u_packed(p))
+    for (int64_t r = rb - 1; r >= (rb + 1) / 2 && r >= 1; r--)
+      if (strip_use(r * p->TW) > strip_use(p->rb * p->TW) + 1e-9) p->rb = r;
   p->Tb = p->rb * p->TW;
 }
 
 static size_t al64(size_t b) { return (b + 63) & ~(size_t)63; }
 /* U (36, Co, Ci) and the tap-major weight the transform reads (9, Co, Ci) */
-static size_t u_bytes(const wino_plan *p) { return al64((size_t)(45 * p->Ci * p->Co) * 4); }
+/* The forward products by nn_gemm's own kernel with U packed once per call (36 packs): where
+ * it runs (AVX-512) and the weight has rows and depth enough for its 14 x 32 tiles; the item's
+ * tiles (N) are not limited, their remainder strips are masked. */
+static int u_packed(const wino_plan *p) {
+  return p->own && nn_gemm_own(OPF_F32, p->Co, 1 << 20, p->Ci);
+}
+static size_t upk_bytes(const wino_plan *p) { return al64(nn_gemm_pack_bytes(p->Co, p->Ci)); }
+static size_t u_bytes(const wino_plan *p) {
+  return al64((size_t)(45 * p->Ci * p->Co) * 4) + (u_packed(p) ? WINO_XI * upk_bytes(p) : 0);
+}
 /* Per thread: V (36, Ci, Tb), M (36, Co, Tb), the transforms' scratch (one padded input row
- * and the 6 rows x 6 phases before and after B^T; or the 24 rows of A^T M and the 16 of Y)
- * and, for a weight gradient, the thread's transformed sum dU (36, Co, Ci). */
+ * and the 6 rows x 6 phases before and after B^T; or the 24 rows of A^T M and the 16 of Y),
+ * for a weight gradient the thread's transformed sum dU (36, Co, Ci) and gy sums (Co),
+ * channels-last the item's rows in planar order T (the input rows or the output rows). */
 typedef struct wino_slot {
-  float *V, *M, *scratch, *dU;
+  float *V, *M, *scratch, *dU, *gs, *T;
   void *pk; /* nn_gemm's packing scratch (NULL: OpenBLAS) */
 } wino_slot;
+
+static int64_t t_floats(const wino_plan *p) {
+  int64_t in = p->Ci * (WINO_M * p->rb + 2) * p->Wi, out = p->Co * WINO_M * p->rb * p->Wo;
+  return p->nhwc ? (in > out ? in : out) : 0;
+}
 
 static size_t slot_layout(const wino_plan *p, char *base, wino_slot *s) {
   size_t v = al64((size_t)(WINO_XI * p->Ci * p->Tb) * 4), m = al64((size_t)(WINO_XI * p->Co * p->Tb) * 4);
   size_t sc = al64((size_t)(72 * p->Tb + 4 * p->TW + 8) * 4), du = al64((size_t)(WINO_XI * p->Ci * p->Co) * 4);
+  size_t gs = al64((size_t)p->Co * 4), t = al64((size_t)t_floats(p) * 4);
   if (s) {
     s->V = (float *)base, s->M = (float *)(base + v), s->scratch = (float *)(base + v + m);
-    s->dU = (float *)(base + v + m + sc);
-    s->pk = p->own ? base + v + m + sc + du : NULL;
+    s->dU = (float *)(base + v + m + sc), s->gs = (float *)(base + v + m + sc + du);
+    s->T = (float *)(base + v + m + sc + du + gs);
+    s->pk = p->own ? base + v + m + sc + du + gs + t : NULL;
   }
-  return v + m + sc + du + al64(nn_gemm_ws_bytes());
+  return v + m + sc + du + gs + t + al64(nn_gemm_ws_bytes());
 }
 static size_t slot_bytes(const wino_plan *p) { return slot_layout(p, NULL, NULL); }
 static size_t plan_bytes(const wino_plan *p) {
@@ -80,20 +122,28 @@ static size_t plan_bytes(const wino_plan *p) {
 
 /* Forward plan (x to y) and data-gradient plan (gy to dx) of a geometry nn_wino_fits. */
 static void fwd_plan(const nn_conv_geom *g, wino_plan *p) {
-  plan_of(p, g->N, g->C, g->F, g->in[1], g->in[2], g->p[1], g->p[2], g->nhwc);
-  p->own = !g->openblas;
+  plan_of(p, g->N, g->C, g->F, g->in[1], g->in[2], g->p[1], g->p[2], g->nhwc, !g->openblas);
 }
 static void bwd_plan(const nn_conv_geom *g, wino_plan *p) {
-  plan_of(p, g->N, g->F, g->C, g->out[1], g->out[2], 2 - g->p[1], 2 - g->p[2], g->nhwc);
-  p->own = !g->openblas;
+  plan_of(p, g->N, g->F, g->C, g->out[1], g->out[2], 2 - g->p[1], 2 - g->p[2], g->nhwc,
+          !g->openblas);
 }
 
+/* The most either plan needs with either GEMM (the own kernel's plan packs U but may take
+ * fewer tile rows per item than OpenBLAS's: infer sizes one workspace for every impl). */
 size_t nn_wino_ws_bytes(const nn_conv_geom *g) {
-  wino_plan a, b;
-  fwd_plan(g, &a);
-  bwd_plan(g, &b);
-  size_t x = plan_bytes(&a), y = plan_bytes(&b);
-  return x > y ? x : y;
+  nn_conv_geom h = *g;
+  size_t most = 0;
+  for (int blas = 0; blas < 2; blas++) {
+    wino_plan a, b;
+    h.openblas = blas;
+    fwd_plan(&h, &a);
+    bwd_plan(&h, &b);
+    size_t x = plan_bytes(&a), y = plan_bytes(&b);
+    if (x > most) most = x;
+    if (y > most) most = y;
+  }
+  return most;
 }
 
 /* G (6x3) of F(4x4, 3x3) and its use on 3 values: o[i] = sum_k G[i][k] g[k]. */
@@ -116,9 +166,11 @@ OPF_VEC static void weight_transform(float *restrict U, float *restrict wt, cons
                                      const wino_plan *p, int flip) {
   const int64_t Ci = p->Ci, Co = p->Co, CC = Ci * Co;
   for (int64_t co = 0; co < Co; co++)
-    for (int64_t ci = 0; ci < Ci; ci++)
+    for (int64_t ci = 0; ci < Ci; ci++) {
+      float s = p->wsc ? p->wsc[flip ? ci : co] : 1; /* the scale of weight row f */
       for (int t = 0; t < 9; t++)
-        wt[t * CC + co * Ci + ci] = flip ? w[(ci * Co + co) * 9 + 8 - t] : w[(co * Ci + ci) * 9 + t];
+        wt[t * CC + co * Ci + ci] = s * (flip ? w[(ci * Co + co) * 9 + 8 - t] : w[(co * Ci + ci) * 9 + t]);
+    }
   for (int64_t k = 0; k < CC; k++) {
     float c0[6], c1[6], c2[6], r[6];
     WINO_G3(c0, wt[k], wt[3 * CC + k], wt[6 * CC + k]); /* down the columns */
@@ -220,13 +272,92 @@ OPF_VEC static void deinterleave(float *restrict d, int64_t ks, const float *res
   }
 }
 
+/* d[i] = s[i] where m[i] > 0, else 0 (m NULL: a copy). */
+static inline __attribute__((always_inline)) void copy_masked(float *restrict d,
+                                                              const float *restrict s,
+                                                              const float *restrict m, int64_t n) {
+  if (!m) memcpy(d, s, (size_t)n * sizeof *d);
+  else
+    for (int64_t i = 0; i < n; i++) d[i] = m[i] > 0 ? s[i] : 0;
+}
+
+/* The 8x8 block r[0..7] transposed in place (three rounds of 8 two-vector shuffles). */
+static inline __attribute__((always_inline)) void t8x8(wvec *r) {
+  const wivec a = {0, 8, 1, 9, 4, 12, 5, 13}, b = {2, 10, 3, 11, 6, 14, 7, 15};
+  const wivec c = {0, 1, 8, 9, 4, 5, 12, 13}, d = {2, 3, 10, 11, 6, 7, 14, 15};
+  const wivec e = {0, 1, 2, 3, 8, 9, 10, 11}, f = {4, 5, 6, 7, 12, 13, 14, 15};
+  wvec t[8], u[8];
+  for (int k = 0; k < 8; k += 2)
+    t[k] = __builtin_shuffle(r[k], r[k + 1], a), t[k + 1] = __builtin_shuffle(r[k], r[k + 1], b);
+  for (int k = 0; k < 8; k += 4) {
+    u[k] = __builtin_shuffle(t[k], t[k + 2], c), u[k + 1] = __builtin_shuffle(t[k], t[k + 2], d);
+    u[k + 2] = __builtin_shuffle(t[k + 1], t[k + 3], c);
+    u[k + 3] = __builtin_shuffle(t[k + 1], t[k + 3], d);
+  }
+  for (int k = 0; k < 4; k++)
+    r[k] = __builtin_shuffle(u[k], u[k + 4], e), r[k + 4] = __builtin_shuffle(u[k], u[k + 4], f);
+}
+
+/* Channels-last rows to planar and back: to_planar gives dst[c*n + i] = src[i*C + c] (0 where
+ * mask[i*C + c] <= 0, when mask is not NULL), from_planar src[c*n + i] to dst[i*C + c], for n
+ * positions of C channels, by 8x8 blocks. */
+OPF_VEC static void to_planar(float *restrict dst, const float *restrict src,
+                              const float *restrict mask, int64_t n, int64_t C) {
+  int64_t n8 = n & ~(int64_t)7, C8 = C & ~(int64_t)7;
+  for (int64_t c0 = 0; c0 < C8; c0 += 8)
+    for (int64_t i0 = 0; i0 < n8; i0 += 8) {
+      wvec r[8];
+      for (int k = 0; k < 8; k++) {
+        r[k] = WLD(src + (i0 + k) * C + c0);
+        if (mask) r[k] = (wvec)((wivec)r[k] & (WLD(mask + (i0 + k) * C + c0) > 0));
+      }
+      t8x8(r);
+      for (int k = 0; k < 8; k++) WST(dst + (c0 + k) * n + i0, r[k]);
+    }
+  for (int64_t i = 0; i < n; i++) /* the remainders */
+    for (int64_t c = i < n8 ? C8 : 0; c < C; c++)
+      dst[c * n + i] = !mask || mask[i * C + c] > 0 ? src[i * C + c] : 0;
+}
+
+OPF_VEC static void from_planar(float *restrict dst, const float *restrict src, int64_t n,
+                                int64_t C) {
+  int64_t n8 = n & ~(int64_t)7, C8 = C & ~(int64_t)7;
+  for (int64_t i0 = 0; i0 < n8; i0 += 8)
+    for (int64_t c0 = 0; c0 < C8; c0 += 8) {
+      wvec r[8];
+      for (int k = 0; k < 8; k++) r[k] = WLD(src + (c0 + k) * n + i0);
+      t8x8(r);
+      for (int k = 0; k < 8; k++) WST(dst + (i0 + k) * C + c0, r[k]);
+    }
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t c = i < n8 ? C8 : 0; c < C; c++) dst[i * C + c] = src[c * n + i];
+}
+
+/* Rows [r0, r1) (clipped to [0, H)) of an image of C channels (H x W, the plan's layout;
+ * mask beside it or NULL) as channel planes: channels-first the image itself; channels-last
+ * the rows copied planar into T (masked there). Row y of channel c is at
+ * base + c*cs + (y - row0)*W, masked by mask at the same offset when mask is not NULL. */
+typedef struct wino_rows {
+  const float *base, *mask;
+  int64_t cs, row0;
+} wino_rows;
+static wino_rows rows_of(const wino_plan *p, const float *img, const float *mimg, int64_t C,
+                         int64_t H, int64_t W, int64_t r0, int64_t r1, float *T) {
+  if (!p->nhwc) return (wino_rows){img, mimg, H * W, 0};
+  r0 = r0 < 0 ? 0 : r0, r1 = r1 > H ? H : r1;
+  int64_t n = r1 > r0 ? (r1 - r0) * W : 0;
+  if (n) to_planar(T, img + r0 * W * C, mimg ? mimg + r0 * W * C : NULL, n, C);
+  return (wino_rows){T, NULL, n, r0};
+}
+
 /* Input transform of one channel over item tiles [0, Tb) (tile rows ty0..): V[xi][t] (xi
- * stride vs). Each of the 6 input rows of a tile row (zero outside the image) is split into
- * its 6 column phases (ph[k][tx] = row[4*tx + k - pad]), so that B^T down the rows and then along
- * each tile's 6 columns read only contiguous arrays over all the item's tiles. */
+ * stride vs). Each of the 6 input rows of a tile row (zero outside the image; from xc, row
+ * row0 of the channel's plane, masked by mc when not NULL) is split into its 6 column phases
+ * (ph[k][tx] = row[4*tx + k - pad]), so that B^T down the rows and then along each tile's 6
+ * columns read only contiguous arrays over all the item's tiles. */
 OPF_VEC static void input_block(float *restrict V, int64_t vs, const float *restrict xc,
-                                const wino_plan *p, int64_t ty0, int64_t rb,
-                                float *restrict scratch) {
+                                const float *restrict mc, int64_t row0, const wino_plan *p,
+                                int64_t ty0, int64_t rb, float *restrict scratch) {
   const int64_t TW = p->TW, Tb = rb * TW, L = 4 * TW + 8, W = p->Wi, pw = p->pw;
   const int64_t ks = Tb, rs = 6 * Tb; /* R[r][k][t], U[y][k][t] */
   float *restrict lin = scratch, *restrict R = lin + L, *restrict U = R + 36 * Tb;
@@ -238,13 +369,10 @@ OPF_VEC static void input_block(float *restrict V, int64_t vs, const float *rest
         for (int k = 0; k < 6; k++) memset(d + k * ks, 0, (size_t)TW * sizeof *d);
         continue;
       }
-      const int64_t es = p->ies;
-      const float *src = xc + iy * W * es;
+      const int64_t ro = (iy - row0) * W;
       int64_t a = pw < L ? pw : L, b = W + pw < L ? W + pw : L;
       for (int64_t i = 0; i < a; i++) lin[i] = 0;
-      if (es == 1) memcpy(lin + a, src, (size_t)(b - a) * sizeof *lin);
-      else
-        for (int64_t i = a; i < b; i++) lin[i] = src[(i - a) * es];
+      copy_masked(lin + a, xc + ro, mc ? mc + ro : NULL, b - a);
       for (int64_t i = b; i < L; i++) lin[i] = 0;
       deinterleave(d, ks, lin, TW);
     }
@@ -288,11 +416,12 @@ OPF_VEC static void interleave(float *restrict out, const float *restrict y, int
 }
 
 /* Output transform of channel co over the item's tiles (M rows xi stride ms): Y = A^T M A
- * plus the bias, A^T down the 6 rows then along them over all tiles at once, then each tile
- * row's 4 output rows interleaved into the output plane yc where inside it. */
-OPF_VEC static void output_block(float *restrict yc, const float *restrict M, int64_t ms,
-                                 const wino_plan *p, int64_t ty0, int64_t rb, float bias,
-                                 float *restrict scratch) {
+ * plus the bias (then the relu of a fused operator), A^T down the 6 rows then along them over
+ * all tiles at once, then each tile row's 4 output rows interleaved into the channel's plane
+ * (yc: its row row0) where inside it. */
+OPF_VEC static void output_block(float *restrict yc, int64_t row0, const float *restrict M,
+                                 int64_t ms, const wino_plan *p, int64_t ty0, int64_t rb,
+                                 float bias, float *restrict scratch) {
   const int64_t TW = p->TW, Tb = rb * TW, Wo = p->Wo;
   float *restrict S = scratch, *restrict Y = S + 24 * Tb; /* S[i][x][t], Y[i][j][t] */
   for (int x = 0; x < 6; x++) {
@@ -321,19 +450,17 @@ OPF_VEC static void output_block(float *restrict yc, const float *restrict M, in
   }
     WINO_STEPS(t, Tb, WINO_OUT_H, 0);
   }
+  if (p->relu)
+    for (int64_t i = 0; i < 16 * Tb; i++) Y[i] = Y[i] > 0 ? Y[i] : 0;
   const int64_t full = Wo / WINO_M;
   for (int64_t q = 0; q < rb; q++)
     for (int i = 0; i < WINO_M; i++) {
       int64_t oy = (ty0 + q) * WINO_M + i;
       if (oy >= p->Ho) break;
       const float *y0 = Y + i * 4 * Tb + q * TW;
-      const int64_t es = p->oes;
-      float *restrict out = yc + oy * Wo * es;
-      if (es == 1) interleave(out, y0, Tb, full);
-      else
-        for (int64_t t = 0; t < full; t++)
-          for (int j = 0; j < 4; j++) out[(4 * t + j) * es] = y0[j * Tb + t];
-      for (int64_t j = 4 * full; j < Wo; j++) out[j * es] = y0[full + (j - 4 * full) * Tb];
+      float *restrict out = yc + (oy - row0) * Wo;
+      interleave(out, y0, Tb, full);
+      for (int64_t j = 4 * full; j < Wo; j++) out[j] = y0[full + (j - 4 * full) * Tb];
     }
 }
 
@@ -345,16 +472,28 @@ static void run_item(const wino_plan *p, const float *U, const float *src, const
   slot_layout(p, slot, &sl);
   float *V = sl.V, *M = sl.M, *scratch = sl.scratch;
   int64_t vs = p->Ci * Tb, ms = p->Co * Tb; /* xi strides */
-  const float *sn = src + n * p->Ci * p->Hi * p->Wi;
+  int64_t img = p->Ci * p->Hi * p->Wi, r0 = ty0 * WINO_M - p->ph;
+  wino_rows in = rows_of(p, src + n * img, p->mask ? p->mask + n * img : NULL, p->Ci, p->Hi,
+                         p->Wi, r0, r0 + WINO_M * rb + 2, sl.T);
   for (int64_t ci = 0; ci < p->Ci; ci++)
-    input_block(V + ci * Tb, vs, sn + ci * p->ics, p, ty0, rb, scratch);
+    input_block(V + ci * Tb, vs, in.base + ci * in.cs, in.mask ? in.mask + ci * in.cs : NULL,
+                in.row0, p, ty0, rb, scratch);
+  const char *upk = (const char *)U + al64((size_t)(45 * p->Ci * p->Co) * 4);
   for (int xi = 0; xi < WINO_XI; xi++)
-    nn_gemm(OPF_F32, 0, 0, p->Co, Tb, p->Ci, U + (int64_t)xi * p->Co * p->Ci, p->Ci,
-            V + xi * vs, Tb, 0.0, M + xi * ms, Tb, sl.pk);
-  float *dn = dst + n * p->Co * p->Ho * p->Wo;
+    if (u_packed(p))
+      nn_gemm_pre(0, 0, p->Co, Tb, p->Ci, NULL, 0, V + xi * vs, Tb, 0.0, M + xi * ms, Tb, sl.pk,
+                  upk + (size_t)xi * upk_bytes(p), NULL);
+    else
+      nn_gemm(OPF_F32, 0, 0, p->Co, Tb, p->Ci, U + (int64_t)xi * p->Co * p->Ci, p->Ci,
+              V + xi * vs, Tb, 0.0, M + xi * ms, Tb, sl.pk);
+  /* channels-last: the item's output rows [o0, o1) planar in T, then interleaved */
+  float *dn = dst + n * p->Co * p->Ho * p->Wo, *yb = dn;
+  int64_t o0 = ty0 * WINO_M, o1 = o0 + WINO_M * rb < p->Ho ? o0 + WINO_M * rb : p->Ho;
+  int64_t cs = p->Ho * p->Wo, row0 = 0;
+  if (p->nhwc) yb = sl.T, cs = (o1 - o0) * p->Wo, row0 = o0;
   for (int64_t co = 0; co < p->Co; co++)
-    output_block(dn + co * p->ocs, M + co * Tb, ms, p, ty0, rb, bias ? bias[co] : 0,
-                 scratch);
+    output_block(yb + co * cs, row0, M + co * Tb, ms, p, ty0, rb, bias ? bias[co] : 0, scratch);
+  if (p->nhwc) from_planar(dn + o0 * p->Wo * p->Co, sl.T, cs, p->Co);
 }
 
 /* Threads for a plan: whole items each, as many as the workspace has slots for. */
@@ -369,6 +508,12 @@ static void run(const wino_plan *p, void *ws, size_t ws_bytes, const float *w, i
                 const float *src, const float *bias, float *dst) {
   float *U = ws;
   weight_transform(U, U + WINO_XI * p->Ci * p->Co, w, p, flip);
+  if (u_packed(p)) {
+    char *upk = (char *)ws + al64((size_t)(45 * p->Ci * p->Co) * 4);
+    for (int xi = 0; xi < WINO_XI; xi++)
+      nn_gemm_pack(0, 0, p->Co, p->Ci, U + (int64_t)xi * p->Co * p->Ci, p->Ci,
+                   upk + (size_t)xi * upk_bytes(p));
+  }
   char *slots = (char *)ws + u_bytes(p);
   size_t sb = slot_bytes(p);
   int64_t per = (p->TH + p->rb - 1) / p->rb, items = p->N * per;
@@ -395,12 +540,15 @@ static void run(const wino_plan *p, void *ws, size_t ws_bytes, const float *w, i
 
 /* The adjoint of the output transform for one output channel over the item's tiles:
  * G[xi][t] (xi stride ms) = A dY A^T of each tile's 4x4 output gradient (0 outside the
- * plane gc), A down the rows then along them, contiguous over all tiles. */
+ * plane; gc its row row0, masked by mc when not NULL), A down the rows then along them,
+ * contiguous over all tiles; *sum (when not NULL) gets the sum of the item's gradient. */
 OPF_VEC static void grad_block(float *restrict G, int64_t ms, const float *restrict gc,
-                               const wino_plan *p, int64_t ty0, int64_t rb,
+                               const float *restrict mc, int64_t row0, const wino_plan *p,
+                               int64_t ty0, int64_t rb, float *restrict sum,
                                float *restrict scratch) {
   const int64_t TW = p->TW, Tb = rb * TW, Wo = p->Wo, full = Wo / WINO_M;
   float *restrict Yr = scratch, *restrict Z = Yr + 16 * Tb; /* Yr[i][j][t], Z[x][j][t] */
+  float *restrict mrow = Z + 24 * Tb; /* a masked row (Wo <= 4 TW floats) */
   const int64_t js = Tb, is = 4 * Tb;
   for (int64_t q = 0; q < rb; q++)
     for (int i = 0; i < WINO_M; i++) {
@@ -410,14 +558,23 @@ OPF_VEC static void grad_block(float *restrict G, int64_t ms, const float *restr
         for (int j = 0; j < 4; j++) memset(d + j * js, 0, (size_t)TW * sizeof *d);
         continue;
       }
-      const int64_t es = p->oes;
-      const float *row = gc + oy * Wo * es;
+      const float *row = gc + (oy - row0) * Wo;
+      if (mc) copy_masked(mrow, row, mc + (oy - row0) * Wo, Wo), row = mrow;
       for (int64_t t = 0; t < full; t++)
-        d[t] = row[4 * t * es], d[js + t] = row[(4 * t + 1) * es],
-        d[2 * js + t] = row[(4 * t + 2) * es], d[3 * js + t] = row[(4 * t + 3) * es];
+        d[t] = row[4 * t], d[js + t] = row[4 * t + 1], d[2 * js + t] = row[4 * t + 2],
+        d[3 * js + t] = row[4 * t + 3];
       for (int64_t t = full; t < TW; t++)
-        for (int j = 0; j < 4; j++) d[j * js + t] = 4 * t + j < Wo ? row[(4 * t + j) * es] : 0;
+        for (int j = 0; j < 4; j++) d[j * js + t] = 4 * t + j < Wo ? row[4 * t + j] : 0;
     }
+  if (sum) { /* every gradient element is in one tile, the rest of Yr is 0 */
+    wvec acc = {0};
+    int64_t n = 16 * Tb, n8 = n & ~(int64_t)7;
+    for (int64_t i = 0; i < n8; i += WL) acc += WLD(Yr + i);
+    float s = 0;
+    for (int k = 0; k < WL; k++) s += acc[k];
+    for (int64_t i = n8; i < n; i++) s += Yr[i];
+    *sum += s;
+  }
   WINO_STEPS(t, is, WINO_A4_STEP, Yr, is, Z, is);
   for (int x = 0; x < 6; x++) {
     const float *z = Z + x * is;
@@ -433,15 +590,29 @@ static void dw_item(const wino_plan *p, const float *x, const float *gy, int64_t
   wino_slot sl;
   slot_layout(p, slot, &sl);
   float *V = sl.V, *G = sl.M, *scratch = sl.scratch, *dU = sl.dU;
-  int64_t vs = p->Ci * Tb, gs = p->Co * Tb;
-  const float *xn = x + n * p->Ci * p->Hi * p->Wi, *gn = gy + n * p->Co * p->Ho * p->Wo;
+  int64_t vs = p->Ci * Tb, gs = p->Co * Tb, gimg = p->Co * p->Ho * p->Wo;
+  int64_t r0 = ty0 * WINO_M - p->ph, o0 = ty0 * WINO_M;
+  wino_rows in = rows_of(p, x + n * p->Ci * p->Hi * p->Wi, NULL, p->Ci, p->Hi, p->Wi, r0,
+                         r0 + WINO_M * rb + 2, sl.T);
   for (int64_t ci = 0; ci < p->Ci; ci++)
-    input_block(V + ci * Tb, vs, xn + ci * p->ics, p, ty0, rb, scratch);
+    input_block(V + ci * Tb, vs, in.base + ci * in.cs, NULL, in.row0, p, ty0, rb, scratch);
+  wino_rows go = rows_of(p, gy + n * gimg, p->mask ? p->mask + n * gimg : NULL, p->Co, p->Ho,
+                         p->Wo, o0, o0 + WINO_M * rb, sl.T);
   for (int64_t co = 0; co < p->Co; co++)
-    grad_block(G + co * Tb, gs, gn + co * p->ocs, p, ty0, rb, scratch);
-  for (int xi = 0; xi < WINO_XI; xi++)
-    nn_gemm(OPF_F32, 0, 1, p->Co, p->Ci, Tb, G + xi * gs, Tb, V + xi * vs, Tb, 1.0,
-            dU + (int64_t)xi * p->Co * p->Ci, p->Ci, sl.pk);
+    grad_block(G + co * Tb, gs, go.base + co * go.cs, go.mask ? go.mask + co * go.cs : NULL,
+               go.row0, p, ty0, rb, p->gsum ? sl.gs + co : NULL, scratch);
+  /* the own kernel wherever its tiles fit (nn_gemm's call-size limit sends these 64 x 64 x
+   * 56 products to OpenBLAS, measured ~2x slower per product here) */
+  int own = p->own && Tb >= 32 && nn_gemm_own(OPF_F32, p->Co, p->Ci, (int64_t)1 << 20);
+  for (int xi = 0; xi < WINO_XI; xi++) {
+    float *d = dU + (int64_t)xi * p->Co * p->Ci;
+    if (own)
+      nn_gemm_pre(0, 1, p->Co, p->Ci, Tb, G + xi * gs, Tb, V + xi * vs, Tb, 1.0, d, p->Ci, sl.pk,
+                  NULL, NULL);
+    else
+      nn_gemm(OPF_F32, 0, 1, p->Co, p->Ci, Tb, G + xi * gs, Tb, V + xi * vs, Tb, 1.0, d, p->Ci,
+              sl.pk);
+  }
 }
 
 /* dw[co][ci] = G^T dU[.][co][ci] G (the adjoint of weight_transform). */
@@ -470,22 +641,36 @@ static void weight_untransform(float *dw, const float *dU, const wino_plan *p) {
   }
 }
 
-void nn_wino_forward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
-                     const void *w, const void *b, void *y) {
+/* The plan's additions for a fused operator (fu may be NULL). */
+static void plan_fuse(wino_plan *p, const nn_wino_fuse *fu) {
+  if (!fu) return;
+  p->wsc = fu->wscale, p->mask = fu->mask, p->relu = fu->relu, p->gsum = fu->gsum;
+}
+
+void nn_wino_forward_fused(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+                           const void *w, const void *b, const nn_wino_fuse *fu, void *y) {
   wino_plan p;
   fwd_plan(g, &p);
+  plan_fuse(&p, fu);
   run(&p, ws, ws_bytes, w, 0, x, b, y);
 }
 
-void nn_wino_weight_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
-                         const void *gy, void *dw) {
+void nn_wino_forward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+                     const void *w, const void *b, void *y) {
+  nn_wino_forward_fused(g, ws, ws_bytes, x, w, b, NULL, y);
+}
+
+void nn_wino_weight_grad_fused(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+                               const void *gy, const nn_wino_fuse *fu, void *dw) {
   wino_plan p;
   fwd_plan(g, &p);
+  plan_fuse(&p, fu);
+  p.wsc = NULL;
   char *slots = (char *)ws + u_bytes(&p);
   size_t sb = slot_bytes(&p), du = (size_t)(WINO_XI * p.Ci * p.Co);
   wino_slot s0;
   slot_layout(&p, slots, &s0);
-  size_t du_off = (size_t)((char *)s0.dU - slots);
+  size_t du_off = (size_t)((char *)s0.dU - slots), gs_off = (size_t)((char *)s0.gs - slots);
   int64_t per = (p.TH + p.rb - 1) / p.rb, items = p.N * per;
   int nt = threads_for(&p, ws_bytes, items), used = 1;
 #pragma omp parallel num_threads(nt) if (nt > 1)
@@ -493,20 +678,37 @@ void nn_wino_weight_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const
     int k = omp_get_thread_num(), m = omp_get_num_threads();
     if (k == 0) used = m;
     memset(slots + (size_t)k * sb + du_off, 0, du * 4);
+    memset(slots + (size_t)k * sb + gs_off, 0, (size_t)p.Co * 4);
     for (int64_t it = items * k / m; it < items * (k + 1) / m; it++)
       dw_item(&p, x, gy, it / per, it % per * p.rb, slots + (size_t)k * sb);
   }
-  float *dU = (float *)(slots + du_off);
+  float *dU = (float *)(slots + du_off), *gs = (float *)(slots + gs_off);
   for (int k = 1; k < used; k++) {
     const float *o = (const float *)(slots + (size_t)k * sb + du_off);
+    const float *og = (const float *)(slots + (size_t)k * sb + gs_off);
     for (size_t i = 0; i < du; i++) dU[i] += o[i];
+    for (int64_t f = 0; f < p.Co; f++) gs[f] += og[f];
   }
   weight_untransform(dw, dU, &p);
+  if (p.gsum) memcpy(p.gsum, gs, (size_t)p.Co * 4);
+}
+
+void nn_wino_weight_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+                         const void *gy, void *dw) {
+  nn_wino_weight_grad_fused(g, ws, ws_bytes, x, gy, NULL, dw);
+}
+
+void nn_wino_data_grad_fused(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *gy,
+                             const void *w, const void *bias, const nn_wino_fuse *fu,
+                             void *dx) {
+  wino_plan p;
+  bwd_plan(g, &p);
+  plan_fuse(&p, fu);
+  p.relu = 0, p.gsum = NULL;
+  run(&p, ws, ws_bytes, w, 1, gy, bias, dx);
 }
 
 void nn_wino_data_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *gy,
                        const void *w, const void *bias, void *dx) {
-  wino_plan p;
-  bwd_plan(g, &p);
-  run(&p, ws, ws_bytes, w, 1, gy, bias, dx);
+  nn_wino_data_grad_fused(g, ws, ws_bytes, gy, w, bias, NULL, dx);
 }

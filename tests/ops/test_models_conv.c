@@ -373,6 +373,13 @@ static void test_float32_paths(void **state) {
       {"conv2d", "x=1x17x15x33 filters=35 kernel=3 pad=1 layout=NHWC"},
       {"conv2d_transpose", "x=3x40x7x9 filters=36 kernel=4 stride=2 pad=1"},
       {"conv2d_transpose", "x=1x7x9x40 filters=36 kernel=4 stride=2 pad=1 layout=NHWC"},
+      {"conv2d", "x=2x20x22x32 filters=40 kernel=3 pad=1 layout=NHWC"},
+      /* the fused operators' Winograd path: epilogue, relu mask, scaled weight, gy sums */
+      {"conv2d_bias_relu", "x=3x17x13x11 filters=19 kernel=3 pad=1"},
+      {"conv2d_bias_relu", "x=1x13x11x17 filters=20 kernel=3 pad=1 layout=NHWC"},
+      {"conv2d_bias_relu", "x=2x9x21x24 filters=16 kernel=3 layout=NHWC b=none"},
+      {"conv2d_batch_norm", "x=3x17x13x11 filters=19 kernel=3 pad=1"},
+      {"conv2d_batch_norm_relu", "x=1x24x9x21 filters=16 kernel=3 pad=2"},
       {"conv1d", "x=2x48x301 filters=40 kernel=3 stride=2 pad=1"},
       {"conv3d", "x=1x20x5x9x7 filters=40 kernel=3 stride=2 pad=1"},
   };
