@@ -13,6 +13,8 @@ static int gemm_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_GEMM); }
 static int gemm_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_GEMM); }
 static int blas_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_BLAS); }
 static int blas_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_BLAS); }
+static int core_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_CORE); }
+static int core_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_CORE); }
 static int fast_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_FAST); }
 static int fast_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_FAST); }
 
@@ -34,6 +36,10 @@ OPPERF_IMPL(conv2d_transpose_col2im) = CONV_IMPL("conv2d_transpose", "col2im",
                                                  "GEMM + col2im forward", gemm_fwd, gemm_bwd);
 OPPERF_IMPL(conv3d_transpose_col2im) = CONV_IMPL("conv3d_transpose", "col2im",
                                                  "GEMM + col2im forward", gemm_fwd, gemm_bwd);
+
+OPPERF_IMPL(grouped_conv2d_im2col) = CONV_IMPL("grouped_conv2d", "im2col",
+                                               "the im2col core with per-group GEMMs (before "
+                                               "the direct group kernel)", core_fwd, core_bwd);
 
 #define BLAS_IMPL(op) CONV_IMPL(op, "openblas", "the default's algorithms, OpenBLAS GEMMs", blas_fwd, blas_bwd)
 OPPERF_IMPL(conv1d_openblas) = BLAS_IMPL("conv1d");
