@@ -60,7 +60,7 @@ static void gc_conv_of(gc_conv *p, const nn_conv_geom *g, int dx) {
   /* the padded row holds every pixel the outputs read: [-pw, (Wo-1)*sw - pw + (KW-1)*dw] */
   int64_t last = (p->Wo - 1) * p->sw - p->pw + (p->KW - 1) * p->dw;
   p->Wp = p->pw + (last + 1 > p->Wi ? last + 1 : p->Wi);
-  int64_t row_in = p->Wp * p->Cin * 4, row_out = p->Wo * (p->Cout + p->Cin) * 4;
+  int64_t row_in = p->Wp * p->Cin * 4, row_out = p->nhwc ? 0 : p->Wo * p->Cout * 4;
   int64_t band = GC_BAND_BYTES / (row_in * p->sh + row_out);
   if (band < 1) band = 1;
   if (band > p->Ho) band = p->Ho;
@@ -117,6 +117,49 @@ size_t nn_group_ws_bytes(const nn_conv_geom *g) {
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+/* dst[i*ldd + j] = src[j*lds + i] for i, j < 16: a 16x16 block transposed in registers. */
+__attribute__((target("avx512f"))) static void gc_t16(const float *src, int64_t lds, float *dst,
+                                                      int64_t ldd) {
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * lds);
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; i++) { /* 128-bit lanes: rows i, i+4, i+8, i+12 */
+    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
+    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
+  }
+  for (int i = 0; i < 4; i++) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+    r[i + 4] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0x88);
+    r[i + 12] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0xDD);
+  }
+  for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + i * ldd, r[i]);
+}
+
+/* dst[j*ldd + c] = src[c*lds + j] for c < nc, j < n: 16x16 blocks, scalar edges. */
+static void gc_transpose(const float *src, int64_t lds, int64_t nc, int64_t n, float *dst,
+                         int64_t ldd) {
+  int64_t c0 = 0, j0;
+  for (; c0 + 16 <= nc; c0 += 16) {
+    for (j0 = 0; j0 + 16 <= n; j0 += 16) gc_t16(src + c0 * lds + j0, lds, dst + j0 * ldd + c0, ldd);
+    for (; j0 < n; j0++)
+      for (int64_t c = c0; c < c0 + 16; c++) dst[j0 * ldd + c] = src[c * lds + j0];
+  }
+  for (; c0 < nc; c0++)
+    for (j0 = 0; j0 < n; j0++) dst[j0 * ldd + c0] = src[c0 * lds + j0];
+}
+
 /* Input rows [r0, r0 + p->rows) of image src (rows outside the input zero) into the slot as
  * channels-last rows of Wp pixels, pixel 0 being input column -pw. */
 static void gc_fill_rows(const gc_conv *p, const float *src, int64_t r0, float *buf) {
@@ -134,33 +177,18 @@ static void gc_fill_rows(const gc_conv *p, const float *src, int64_t r0, float *
       memcpy(d + p->pw * C, src + ih * p->Wi * C, (size_t)(p->Wi * C) * 4);
       continue;
     }
-    /* transpose (C, Wi) -> (Wi, C), 16 channels at a time (16 read streams) */
-    for (int64_t c0 = 0; c0 < C; c0 += GC_V) {
-      int64_t nc = C - c0 < GC_V ? C - c0 : GC_V;
-      const float *s0 = src + c0 * S + ih * p->Wi;
-      float *d0 = d + p->pw * C + c0;
-      for (int64_t iw = 0; iw < p->Wi; iw++)
-        for (int64_t c = 0; c < nc; c++) d0[iw * C + c] = s0[c * S + iw];
-    }
+    gc_transpose(src + ih * p->Wi, S, C, p->Wi, d + p->pw * C, C); /* (C, Wi) -> (Wi, C) */
   }
 }
 
 /* (rows, Wo, Cout) channels-last rows -> rows [oh0, oh0 + rows) of a channels-first image. */
 static void gc_store_cf(const gc_conv *p, const float *buf, int64_t oh0, int64_t rows, float *dst) {
-  const int64_t P = p->Ho * p->Wo, n = rows * p->Wo;
-  for (int64_t c = 0; c < p->Cout; c++) {
-    float *d = dst + c * P + oh0 * p->Wo;
-    for (int64_t j = 0; j < n; j++) d[j] = buf[j * p->Cout + c];
-  }
+  gc_transpose(buf, p->Cout, rows * p->Wo, p->Cout, dst + oh0 * p->Wo, p->Ho * p->Wo);
 }
 
 /* (rows, Wo, C) channels-last copy of rows [oh0, oh0 + rows) of a channels-first image. */
 static void gc_load_cf(const gc_conv *p, const float *src, int64_t oh0, int64_t rows, float *buf) {
-  const int64_t P = p->Ho * p->Wo, n = rows * p->Wo;
-  for (int64_t c = 0; c < p->Cout; c++) {
-    const float *s = src + c * P + oh0 * p->Wo;
-    for (int64_t j = 0; j < n; j++) buf[j * p->Cout + c] = s[j];
-  }
+  gc_transpose(src + oh0 * p->Wo, p->Ho * p->Wo, p->Cout, rows * p->Wo, buf, p->Cout);
 }
 
 /* The permutation that gives lane l its group's channel c: (l / fo) * ci + c. */

@@ -425,6 +425,7 @@ static void test_float32_group_dilation(void **state) {
       {"grouped_conv2d", "x=1x16x7x8 filters=64 kernel=3 pad=1 groups=2 b=none"},
       {"grouped_conv2d", "x=1x11x12x32 filters=32 kernel=5 groups=8 layout=NHWC"},
       {"grouped_conv2d", "x=3x32x5x6 filters=32 kernel=3 pad=1 groups=8"},
+      {"grouped_conv2d", "x=2x48x18x37 filters=48 kernel=3 pad=1 groups=12"},
       {"grouped_conv2d", "x=1x32x6x7 filters=32 kernel=3 pad=3 groups=8"},
       {"conv2d", "x=3x64x17x15 filters=64 kernel=3 pad=2 dilation=2 groups=4"},
   };
