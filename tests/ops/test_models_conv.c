@@ -428,6 +428,11 @@ static void test_float32_group_dilation(void **state) {
       {"grouped_conv2d", "x=2x48x18x37 filters=48 kernel=3 pad=1 groups=12"},
       {"grouped_conv2d", "x=1x32x6x7 filters=32 kernel=3 pad=3 groups=8"},
       {"conv2d", "x=3x64x17x15 filters=64 kernel=3 pad=2 dilation=2 groups=4"},
+      {"dilated_conv2d", "x=3x16x21x19 filters=24 kernel=3 pad=2 dilation=2"},
+      {"dilated_conv2d", "x=2x23x18x17 filters=16 kernel=3 pad=1 dilation=3 layout=NHWC"},
+      {"dilated_conv2d", "x=1x20x30x29 filters=16 kernel=3 pad=5 dilation=4 b=none"},
+      {"dilated_conv2d", "x=2x13x14x16 filters=20 kernel=3 dilation=2 layout=NHWC"},
+      {"dilated_conv2d", "x=1x17x16x15 filters=16 kernel=3 pad=8 dilation=8"},
   };
   int saved = omp_get_max_threads();
   for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
