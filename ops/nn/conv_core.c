@@ -1251,12 +1251,6 @@ int nn_conv_op_run_bwd(opf_case *c, int algo) {
   } else if (tr) {
     j.big = gy, j.small = dx, j.gsmall = x, j.dbig_sum = db;
     nn_conv_forward(&j);
-  } else if (use_dil(&g, c->dtype, algo)) { /* dx and dw by phases, db by the core's sums */
-    if (db) {
-      j.gsmall = gy, j.dsmall_sum = db, j.dw = NULL;
-      nn_conv_backward(&j);
-    }
-    nn_dil_backward(&g, c->ws, c->ws_bytes, x, w, gy, dx, dw);
   } else if (use_group(&g, c->dtype, algo, 0)) { /* dw, db (and dx where it fits) direct */
     int dx_direct = use_group(&g, c->dtype, algo, 1);
     nn_group_backward(&g, c->ws, c->ws_bytes, x, w, gy, dx_direct ? dx : NULL, dw, db);
@@ -1264,6 +1258,12 @@ int nn_conv_op_run_bwd(opf_case *c, int algo) {
       j.big = x, j.gsmall = gy, j.dbig = dx, j.dw = NULL;
       nn_conv_backward(&j);
     }
+  } else if (use_dil(&g, c->dtype, algo)) { /* dx and dw by phases, db by the core's sums */
+    if (db) {
+      j.gsmall = gy, j.dsmall_sum = db, j.dw = NULL;
+      nn_conv_backward(&j);
+    }
+    nn_dil_backward(&g, c->ws, c->ws_bytes, x, w, gy, dx, dw);
   } else if (use_subpix_dx(&g, algo)) { /* dw and db by the core, dx by phases */
     j.big = x, j.gsmall = gy, j.dsmall_sum = db;
     nn_conv_backward(&j);

@@ -27,6 +27,7 @@
  * the kernels see it: the forward (src x, dst y) or a data gradient (src gy, dst dx). */
 typedef struct gc_conv {
   int nhwc, bcast;          /* layout; Fo a multiple of 16 (broadcast, no permute) */
+  int wide;                 /* Fo a multiple of 64, ci of 4: 4 vectors of outputs per block */
   int64_t N, Cin, Cout, ci, fo;
   int64_t Hi, Wi, Ho, Wo, KH, KW, KK, sh, sw, ph, pw, dh, dw;
   int64_t Wp, band, rows;   /* padded row pixels, output rows per item, input rows per item */
@@ -35,9 +36,18 @@ typedef struct gc_conv {
 
 static size_t al64(size_t b) { return (b + 63) & ~(size_t)63; }
 
+/* The wide blocks: 4 output vectors (64 channels of one group) x 6 pixels, any ci (a
+ * multiple of 4): a dense direct convolution, for dilated windows (whose im2col GEMM has
+ * K = 9C of scattered taps) and groups of 64 filters and more. */
+#define GC_NV 4
+#define GC_WPX 6
+static int gc_wide(int64_t ci, int64_t fo) { return fo % (GC_NV * GC_V) == 0 && ci % 4 == 0; }
+
 /* Does the direct kernel take ci input and fo output channels per group, cout in all? */
 static int gc_shape_ok(int64_t ci, int64_t fo, int64_t cout) {
-  if (cout % GC_V || ci > GC_MAX_CG || (ci & (ci - 1))) return 0;
+  if (cout % GC_V) return 0;
+  if (gc_wide(ci, fo)) return 1;
+  if (ci > GC_MAX_CG || (ci & (ci - 1))) return 0;
   if (fo % GC_V == 0) return 1;                          /* whole vectors of one group */
   return GC_V % fo == 0 && ci * (GC_V / fo) <= GC_V;     /* groups side by side */
 }
@@ -57,6 +67,7 @@ static void gc_conv_of(gc_conv *p, const nn_conv_geom *g, int dx) {
     p->ph = p->dh * (p->KH - 1) - g->p[1], p->pw = p->dw * (p->KW - 1) - g->p[2];
   }
   p->bcast = p->fo % GC_V == 0;
+  p->wide = gc_wide(p->ci, p->fo);
   /* the padded row holds every pixel the outputs read: [-pw, (Wo-1)*sw - pw + (KW-1)*dw] */
   int64_t last = (p->Wo - 1) * p->sw - p->pw + (p->KW - 1) * p->dw;
   p->Wp = p->pw + (last + 1 > p->Wi ? last + 1 : p->Wi);
@@ -93,8 +104,11 @@ static size_t gc_wpk_bytes(const nn_conv_geom *g) { return al64((size_t)(g->F * 
 
 int nn_group_fits(const nn_conv_geom *g, opf_dtype dt, int dx) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (dt != OPF_F32 || g->nd != 2 || g->groups < 2 || !__builtin_cpu_supports("avx512f"))
+  /* one group: dilated windows only (dense 3x3 windows have Winograd) */
+  int one = g->groups == 1 && (g->d[1] > 1 || g->d[2] > 1);
+  if (dt != OPF_F32 || g->nd != 2 || (g->groups < 2 && !one) || !__builtin_cpu_supports("avx512f"))
     return 0;
+  if (one && !(gc_wide(g->Cg, g->Fg) && (!dx || gc_wide(g->Fg, g->Cg)))) return 0;
   if (!dx) return gc_shape_ok(g->Cg, g->Fg, g->F);
   /* the data gradient: stride 1 and a padding the flipped window covers */
   return g->s[1] == 1 && g->s[2] == 1 && g->p[1] <= g->d[1] * (g->k[1] - 1) &&
@@ -233,6 +247,37 @@ __attribute__((target("avx512f"))) static inline __m512i gc_idx(const gc_conv *p
 GC_CIS(GC_FWD_BLOCK, 8)
 GC_CIS(GC_FWD_BLOCK, 1)
 
+/* The wide block: NP pixels x 4 output vectors (blocks cb..cb+3, weights ws apart). */
+#define GC_FWD_WIDE(NP)                                                                        \
+  __attribute__((target("avx512f"))) static void gc_fwdw_##NP(                                 \
+      const gc_conv *p, const float *rb, const float *wv, int64_t ws, const float *bias,       \
+      int64_t ow, int64_t ibase, float *out) {                                                 \
+    const int64_t C = p->Cin, pitch = p->Wp * C, step = p->sw * C, ci = p->ci;                 \
+    __m512 acc[NP][GC_NV];                                                                     \
+    for (int v = 0; v < GC_NV; v++) {                                                          \
+      __m512 b = bias ? _mm512_loadu_ps(bias + v * GC_V) : _mm512_setzero_ps();                \
+      for (int x = 0; x < NP; x++) acc[x][v] = b;                                              \
+    }                                                                                          \
+    for (int64_t kh = 0; kh < p->KH; kh++) {                                                   \
+      const float *r = rb + kh * p->dh * pitch + ow * step + ibase;                            \
+      for (int64_t kw = 0; kw < p->KW; kw++, wv += ci * GC_V) {                                \
+        const float *xp = r + kw * p->dw * C;                                                  \
+        for (int64_t c = 0; c < ci; c++) {                                                     \
+          __m512 w[GC_NV];                                                                     \
+          for (int v = 0; v < GC_NV; v++) w[v] = _mm512_load_ps(wv + v * ws + c * GC_V);       \
+          for (int x = 0; x < NP; x++) {                                                       \
+            __m512 b = _mm512_set1_ps(xp[x * step + c]);                                       \
+            for (int v = 0; v < GC_NV; v++) acc[x][v] = _mm512_fmadd_ps(b, w[v], acc[x][v]);   \
+          }                                                                                    \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+    for (int x = 0; x < NP; x++)                                                               \
+      for (int v = 0; v < GC_NV; v++) _mm512_storeu_ps(out + x * p->Cout + v * GC_V, acc[x][v]); \
+  }
+GC_FWD_WIDE(6)
+GC_FWD_WIDE(1)
+
 typedef void (*gc_fwd_fn)(const gc_conv *, const float *, const float *, const __m512i *, __m512,
                           int64_t, int64_t, float *);
 static int gc_log2(int64_t ci) { return ci >= 16 ? 4 : ci >= 8 ? 3 : ci >= 4 ? 2 : ci >= 2 ? 1 : 0; }
@@ -244,7 +289,22 @@ __attribute__((target("avx512f"))) static void gc_fwd_row(const gc_conv *p, cons
                                                           const float *wpk, const float *bias,
                                                           float *out) {
   __m512i idx[GC_V];
-  for (int64_t c = 0; c < p->ci; c++) idx[c] = gc_idx(p, c);
+  for (int64_t c = 0; !p->wide && c < p->ci; c++) idx[c] = gc_idx(p, c);
+  if (p->wide) {
+    const int64_t ws = p->KK * p->ci * GC_V;
+    for (int64_t cb = 0; cb < p->Cout / GC_V; cb += GC_NV) {
+      const float *wv = wpk + cb * ws, *b = bias ? bias + cb * GC_V : NULL;
+      int64_t ibase = cb * GC_V / p->fo * p->ci, ow = 0;
+      float *o = out + cb * GC_V;
+      for (; ow + GC_WPX <= p->Wo; ow += GC_WPX)
+        gc_fwdw_6(p, rb, wv, ws, b, ow, ibase, o + ow * p->Cout);
+      if (ow < p->Wo && p->Wo >= GC_WPX) /* the last block again, overlapping */
+        gc_fwdw_6(p, rb, wv, ws, b, p->Wo - GC_WPX, ibase, o + (p->Wo - GC_WPX) * p->Cout);
+      else
+        for (; ow < p->Wo; ow++) gc_fwdw_1(p, rb, wv, ws, b, ow, ibase, o + ow * p->Cout);
+    }
+    return;
+  }
   gc_fwd_fn f8 = gc_fwd8[gc_log2(p->ci)], f1 = gc_fwd1[gc_log2(p->ci)];
   for (int64_t cb = 0; cb < p->Cout / GC_V; cb++) {
     const float *wv = wpk + cb * p->KK * p->ci * GC_V;
@@ -295,6 +355,39 @@ GC_DW_ROW(2)
 GC_DW_ROW(4)
 GC_DW_ROW(8)
 GC_DW_ROW(16)
+/* The wide weight gradient of one output row: 4 output vectors x 4 channels at a time. */
+__attribute__((target("avx512f"))) static void gc_dw_row_wide(const gc_conv *p, const float *rb,
+                                                              const float *gy, const __m512i *idx,
+                                                              float *dw) {
+  (void)idx;
+  const int64_t C = p->Cin, pitch = p->Wp * C, step = p->sw * C, ci = p->ci, KK = p->KK;
+  for (int64_t cb = 0; cb < p->Cout / GC_V; cb += GC_NV) {
+    int64_t ibase = cb * GC_V / p->fo * ci;
+    const float *g = gy + cb * GC_V;
+    for (int64_t t = 0; t < KK; t++) {
+      const float *xp = rb + t / p->KW * p->dh * pitch + t % p->KW * p->dw * C + ibase;
+      for (int64_t c = 0; c < ci; c += 4) {
+        __m512 acc[4][GC_NV];
+        for (int cc = 0; cc < 4; cc++)
+          for (int v = 0; v < GC_NV; v++)
+            acc[cc][v] = _mm512_load_ps(dw + (((cb + v) * KK + t) * ci + c + cc) * GC_V);
+        for (int64_t ow = 0; ow < p->Wo; ow++) {
+          __m512 gv[GC_NV];
+          for (int v = 0; v < GC_NV; v++) gv[v] = _mm512_loadu_ps(g + ow * p->Cout + v * GC_V);
+          const float *x = xp + ow * step + c;
+          for (int cc = 0; cc < 4; cc++) {
+            __m512 b = _mm512_set1_ps(x[cc]);
+            for (int v = 0; v < GC_NV; v++) acc[cc][v] = _mm512_fmadd_ps(gv[v], b, acc[cc][v]);
+          }
+        }
+        for (int cc = 0; cc < 4; cc++)
+          for (int v = 0; v < GC_NV; v++)
+            _mm512_store_ps(dw + (((cb + v) * KK + t) * ci + c + cc) * GC_V, acc[cc][v]);
+      }
+    }
+  }
+}
+
 typedef void (*gc_dw_fn)(const gc_conv *, const float *, const float *, const __m512i *, float *);
 static const gc_dw_fn gc_dw_rows[5] = {gc_dw_row_1, gc_dw_row_2, gc_dw_row_4, gc_dw_row_8,
                                        gc_dw_row_16};
@@ -376,8 +469,8 @@ __attribute__((target("avx512f"))) static void gc_wgrad_run(const gc_run *r, flo
     memset(s.dw, 0, (size_t)nw * 4);
     memset(s.db, 0, (size_t)p->Cout * 4);
     __m512i idx[GC_V];
-    for (int64_t c = 0; c < p->ci; c++) idx[c] = gc_idx(p, c);
-    gc_dw_fn row = gc_dw_rows[gc_log2(p->ci)];
+    for (int64_t c = 0; !p->wide && c < p->ci; c++) idx[c] = gc_idx(p, c);
+    gc_dw_fn row = p->wide ? gc_dw_row_wide : gc_dw_rows[gc_log2(p->ci)];
     for (int64_t it = items * k / m; it < items * (k + 1) / m; it++) {
       int64_t n = it / p->items_per_img, oh0 = it % p->items_per_img * p->band;
       int64_t rows = p->Ho - oh0 < p->band ? p->Ho - oh0 : p->band;

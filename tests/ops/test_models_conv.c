@@ -433,6 +433,11 @@ static void test_float32_group_dilation(void **state) {
       {"dilated_conv2d", "x=1x20x30x29 filters=16 kernel=3 pad=5 dilation=4 b=none"},
       {"dilated_conv2d", "x=2x13x14x16 filters=20 kernel=3 dilation=2 layout=NHWC"},
       {"dilated_conv2d", "x=1x17x16x15 filters=16 kernel=3 pad=8 dilation=8"},
+      {"dilated_conv2d", "x=2x64x13x15 filters=64 kernel=3 pad=2 dilation=2"},
+      {"dilated_conv2d", "x=1x19x17x64 filters=128 kernel=3 pad=3 dilation=3 layout=NHWC"},
+      {"dilated_conv2d", "x=2x12x11x8 filters=64 kernel=3 pad=1 dilation=2 layout=NHWC"},
+      {"dilated_conv2d", "x=1x64x9x5 filters=64 kernel=3 pad=2 dilation=2"},
+      {"grouped_conv2d", "x=1x16x9x10 filters=128 kernel=3 pad=1 groups=2"},
   };
   int saved = omp_get_max_threads();
   for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
