@@ -1110,7 +1110,6 @@ int nn_conv_infer(opf_case *c, const nn_conv_spec *sp, nn_conv_geom *g) {
   if (nn_subpix_fits(g) && (sp->transpose || nn_conv_strided(g))) alt = nn_subpix_ws_bytes(g);
   if (nn_wino_fits(g, c->dtype) && nn_wino_ws_bytes(g) > alt) alt = nn_wino_ws_bytes(g);
   if (nn_group_fits(g, c->dtype, 0) && nn_group_ws_bytes(g) > alt) alt = nn_group_ws_bytes(g);
-  if (nn_dil_fits(g, c->dtype) && nn_dil_ws_bytes(g) > alt) alt = nn_dil_ws_bytes(g);
   c->ws_bytes = ws > alt ? ws : alt;
   return OPF_OK;
 }
@@ -1174,11 +1173,6 @@ static int use_group(const nn_conv_geom *g, opf_dtype dt, int algo, int dx) {
   return algo != NN_ALGO_GEMM && algo != NN_ALGO_CORE && nn_group_fits(g, dt, dx);
 }
 
-/* Dilated 3x3 stride-1 convolutions by phases and Winograd (conv_dil.c) wherever they fit. */
-static int use_dil(const nn_conv_geom *g, opf_dtype dt, int algo) {
-  return algo != NN_ALGO_GEMM && algo != NN_ALGO_CORE && nn_dil_fits(g, dt);
-}
-
 /* out[c] = sum of the big tensor's channel c (a transposed convolution's bias gradient). */
 static void big_sums(const nn_conv_geom *g, opf_dtype dt, const void *big, void *out) {
   memset(out, 0, (size_t)g->C * g->esz);
@@ -1207,10 +1201,6 @@ int nn_conv_op_run_fwd(opf_case *c, int algo) {
   }
   if (!tr && use_group(&g, c->dtype, algo, 0)) {
     nn_group_forward(&g, c->ws, c->ws_bytes, x, w, op_bias(c), y);
-    return OPF_OK;
-  }
-  if (!tr && use_dil(&g, c->dtype, algo)) {
-    nn_dil_forward(&g, c->ws, c->ws_bytes, x, w, op_bias(c), y);
     return OPF_OK;
   }
   nn_conv_job j = {.g = &g, .dt = c->dtype, .ws = c->ws, .ws_bytes = c->ws_bytes, .w = w};
@@ -1258,12 +1248,6 @@ int nn_conv_op_run_bwd(opf_case *c, int algo) {
       j.big = x, j.gsmall = gy, j.dbig = dx, j.dw = NULL;
       nn_conv_backward(&j);
     }
-  } else if (use_dil(&g, c->dtype, algo)) { /* dx and dw by phases, db by the core's sums */
-    if (db) {
-      j.gsmall = gy, j.dsmall_sum = db, j.dw = NULL;
-      nn_conv_backward(&j);
-    }
-    nn_dil_backward(&g, c->ws, c->ws_bytes, x, w, gy, dx, dw);
   } else if (use_subpix_dx(&g, algo)) { /* dw and db by the core, dx by phases */
     j.big = x, j.gsmall = gy, j.dsmall_sum = db;
     nn_conv_backward(&j);

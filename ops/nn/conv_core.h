@@ -119,17 +119,6 @@ void nn_group_forward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const vo
 void nn_group_backward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
                        const void *w, const void *gy, void *dx, void *dw, void *db);
 
-/* ---- dilated 3x3 stride-1 convolutions by phases (conv_dil.c): 2-D float32, either layout,
- * one group, dilation above 1 along some axis, NN_WINO_MIN_CH channels and filters: the
- * dh*dw phase sub-images are dense convolutions, run by Winograd. ws: nn_dil_ws_bytes ---- */
-int nn_dil_fits(const nn_conv_geom *g, opf_dtype dt);
-size_t nn_dil_ws_bytes(const nn_conv_geom *g);
-void nn_dil_forward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
-                    const void *w, const void *b, void *y);
-/* dx and dw (each skipped when NULL; the bias gradient is the caller's) */
-void nn_dil_backward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
-                     const void *w, const void *gy, void *dx, void *dw);
-
 /* ---- the convolutions' GEMM (conv_gemm.c): row-major C = op(A) op(B) + beta C, single
  * threaded; float32 on AVX-512 CPUs by its own packed kernel (scratch: nn_gemm_ws_bytes()
  * bytes, any alignment), everything else (or scratch NULL) by lin_gemm (OpenBLAS) ---- */
@@ -221,7 +210,7 @@ int nn_conv_op_backward(opf_case *c);
  * decomposition (transposed) wherever they fit, the core elsewhere; NN_ALGO_BLAS the default's
  * choices with every GEMM by OpenBLAS (NN_ALGO_GEMM uses OpenBLAS too), not nn_gemm's kernel;
  * NN_ALGO_CORE the im2col core with nn_gemm's kernel always (grouped and dilated convolutions
- * before the direct group kernel and the dilation phases). */
+ * before the direct kernel of conv_group.c). */
 enum { NN_ALGO_AUTO, NN_ALGO_GEMM, NN_ALGO_FAST, NN_ALGO_BLAS, NN_ALGO_CORE };
 int nn_conv_op_run_fwd(opf_case *c, int algo);
 int nn_conv_op_run_bwd(opf_case *c, int algo);

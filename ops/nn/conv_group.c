@@ -275,8 +275,16 @@ GC_CIS(GC_FWD_BLOCK, 1)
     for (int x = 0; x < NP; x++)                                                               \
       for (int v = 0; v < GC_NV; v++) _mm512_storeu_ps(out + x * p->Cout + v * GC_V, acc[x][v]); \
   }
-GC_FWD_WIDE(6)
 GC_FWD_WIDE(1)
+GC_FWD_WIDE(2)
+GC_FWD_WIDE(3)
+GC_FWD_WIDE(4)
+GC_FWD_WIDE(5)
+GC_FWD_WIDE(6)
+typedef void (*gc_fwdw_fn)(const gc_conv *, const float *, const float *, int64_t, const float *,
+                           int64_t, int64_t, float *);
+static const gc_fwdw_fn gc_fwdw[GC_WPX + 1] = {NULL,      gc_fwdw_1, gc_fwdw_2, gc_fwdw_3,
+                                               gc_fwdw_4, gc_fwdw_5, gc_fwdw_6};
 
 typedef void (*gc_fwd_fn)(const gc_conv *, const float *, const float *, const __m512i *, __m512,
                           int64_t, int64_t, float *);
@@ -298,10 +306,8 @@ __attribute__((target("avx512f"))) static void gc_fwd_row(const gc_conv *p, cons
       float *o = out + cb * GC_V;
       for (; ow + GC_WPX <= p->Wo; ow += GC_WPX)
         gc_fwdw_6(p, rb, wv, ws, b, ow, ibase, o + ow * p->Cout);
-      if (ow < p->Wo && p->Wo >= GC_WPX) /* the last block again, overlapping */
-        gc_fwdw_6(p, rb, wv, ws, b, p->Wo - GC_WPX, ibase, o + (p->Wo - GC_WPX) * p->Cout);
-      else
-        for (; ow < p->Wo; ow++) gc_fwdw_1(p, rb, wv, ws, b, ow, ibase, o + ow * p->Cout);
+      if (ow < p->Wo) /* the remainder, by the block of its width */
+        gc_fwdw[p->Wo - ow](p, rb, wv, ws, b, ow, ibase, o + ow * p->Cout);
     }
     return;
   }

@@ -42,7 +42,7 @@ OPPERF_IMPL(grouped_conv2d_im2col) = CONV_IMPL("grouped_conv2d", "im2col",
                                                "the direct group kernel)", core_fwd, core_bwd);
 OPPERF_IMPL(dilated_conv2d_im2col) = CONV_IMPL("dilated_conv2d", "im2col",
                                                "the im2col core with dilated taps (before the "
-                                               "phases)", core_fwd, core_bwd);
+                                               "direct kernel)", core_fwd, core_bwd);
 
 #define BLAS_IMPL(op) CONV_IMPL(op, "openblas", "the default's algorithms, OpenBLAS GEMMs", blas_fwd, blas_bwd)
 OPPERF_IMPL(conv1d_openblas) = BLAS_IMPL("conv1d");

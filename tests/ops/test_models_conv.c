@@ -408,11 +408,12 @@ static void test_float32_paths(void **state) {
   omp_set_num_threads(saved);
 }
 
-/* The direct grouped kernel (conv_group.c) and the dilation phases (conv_dil.c), float32
- * against float64 (which runs the im2col core): channels per group 1, 2, 4, 8, 16 (permuted
- * and broadcast vectors), filters per group above the channels, rows narrower than the
- * register block (8), stride 2 (strided data gradient by the core), pads beyond the window,
- * 5x5 windows, dilation with groups, both layouts, N = 1 and odd N, 1 and 2 threads. */
+/* The direct kernel of conv_group.c, float32 against float64 (which runs the im2col core):
+ * channels per group 1, 2, 4, 8, 16 (permuted and broadcast vectors), filters per group above
+ * the channels, the wide blocks (64 filters and more: dilated one-group convolutions, groups
+ * of 64), rows narrower than the register blocks, stride 2 (strided data gradient by the
+ * core), pads beyond the window, 5x5 windows, dilation with groups, both layouts, N = 1 and
+ * odd N, 1 and 2 threads. */
 static void test_float32_group_dilation(void **state) {
   (void)state;
   static const char *cases[][2] = {
