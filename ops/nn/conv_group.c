@@ -73,6 +73,7 @@ static void gc_conv_of(gc_conv *p, const nn_conv_geom *g, int dx) {
   p->Wp = p->pw + (last + 1 > p->Wi ? last + 1 : p->Wi);
   int64_t row_in = p->Wp * p->Cin * 4, row_out = p->nhwc ? 0 : p->Wo * p->Cout * 4;
   int64_t band = GC_BAND_BYTES / (row_in * p->sh + row_out);
+  if (band < (p->KH - 1) * p->dh) band = (p->KH - 1) * p->dh; /* halo rows at most doubled */
   if (band < 1) band = 1;
   if (band > p->Ho) band = p->Ho;
   p->band = band;
