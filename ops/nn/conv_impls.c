@@ -4,7 +4,9 @@
  * "winograd" (conv2d and conv2d_transpose: Winograd F(4x4, 3x3) wherever it fits, whatever
  * the channel counts; elsewhere the phase decomposition (transposed) or the im2col core) and
  * "col2im" (the transposed convolutions as they were: forward GEMM + col2im, backward
- * im2col + GEMM). The default (native) picks per case. "openblas" (every convolution): the
+ * im2col + GEMM), "im2col" of grouped_conv2d and dilated_conv2d (the im2col core with the
+ * own GEMM kernel, as they ran before the direct kernel of conv_group.c). The default
+ * (native) picks per case. "openblas" (every convolution): the
  * default's algorithms with OpenBLAS GEMMs instead of the float32 AVX-512 kernel of
  * conv_gemm.c ("im2col" and "col2im" use OpenBLAS too, as before that kernel). */
 #include "conv_core.h"
