@@ -2,7 +2,9 @@
  * dilation, groups), and grouped_conv2d / dilated_conv2d: registrations of the same kernels
  * with ResNeXt / dilated-network defaults. The descriptors only: every hook is the N-d core's
  * (conv_core.c): forward im2col + GEMM per L2 block with the bias as epilogue; backward
- * dw = g col^T, dx = col2im(W^T g), db = sums of g. */
+ * dw = g col^T, dx = col2im(W^T g), db = sums of g. The core dispatches 2-D float32 cases to
+ * Winograd (conv_wino.c), the phases (conv_subpix.c) and, for small groups and dilated
+ * windows, the direct kernel of conv_group.c. */
 #include "conv_core.h"
 
 OPPERF_OP(conv1d) = {

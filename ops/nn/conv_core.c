@@ -1109,6 +1109,7 @@ int nn_conv_infer(opf_case *c, const nn_conv_spec *sp, nn_conv_geom *g) {
   size_t ws = nn_conv_ws_bytes(g), alt = 0;
   if (nn_subpix_fits(g) && (sp->transpose || nn_conv_strided(g))) alt = nn_subpix_ws_bytes(g);
   if (nn_wino_fits(g, c->dtype) && nn_wino_ws_bytes(g) > alt) alt = nn_wino_ws_bytes(g);
+  if (nn_group_fits(g, c->dtype, 0) && nn_group_ws_bytes(g) > alt) alt = nn_group_ws_bytes(g);
   c->ws_bytes = ws > alt ? ws : alt;
   return OPF_OK;
 }
@@ -1164,6 +1165,12 @@ static int use_subpix_dx(const nn_conv_geom *g, int algo) {
   return algo == NN_ALGO_FAST || g->C >= NN_SUBPIX_MIN_CH;
 }
 
+/* The direct grouped kernel (conv_group.c) for a plain convolution wherever it fits (dx: its
+ * data gradient too): it has no GEMM, so the OpenBLAS alternative keeps it as well. */
+static int use_group(const nn_conv_geom *g, opf_dtype dt, int algo, int dx) {
+  return algo != NN_ALGO_GEMM && algo != NN_ALGO_CORE && nn_group_fits(g, dt, dx);
+}
+
 /* out[c] = sum of the big tensor's channel c (a transposed convolution's bias gradient). */
 static void big_sums(const nn_conv_geom *g, opf_dtype dt, const void *big, void *out) {
   memset(out, 0, (size_t)g->C * g->esz);
@@ -1188,6 +1195,10 @@ int nn_conv_op_run_fwd(opf_case *c, int algo) {
   }
   if (tr && use_subpix(&g, algo)) {
     nn_subpix_forward(&g, c->dtype, c->ws, c->ws_bytes, x, w, op_bias(c), y);
+    return OPF_OK;
+  }
+  if (!tr && use_group(&g, c->dtype, algo, 0)) {
+    nn_group_forward(&g, c->ws, c->ws_bytes, x, w, op_bias(c), y);
     return OPF_OK;
   }
   nn_conv_job j = {.g = &g, .dt = c->dtype, .ws = c->ws, .ws_bytes = c->ws_bytes, .w = w};
@@ -1228,6 +1239,13 @@ int nn_conv_op_run_bwd(opf_case *c, int algo) {
   } else if (tr) {
     j.big = gy, j.small = dx, j.gsmall = x, j.dbig_sum = db;
     nn_conv_forward(&j);
+  } else if (use_group(&g, c->dtype, algo, 0)) { /* dw, db (and dx where it fits) direct */
+    int dx_direct = use_group(&g, c->dtype, algo, 1);
+    nn_group_backward(&g, c->ws, c->ws_bytes, x, w, gy, dx_direct ? dx : NULL, dw, db);
+    if (!dx_direct) { /* a strided data gradient: the core's col2im */
+      j.big = x, j.gsmall = gy, j.dbig = dx, j.dw = NULL;
+      nn_conv_backward(&j);
+    }
   } else if (use_subpix_dx(&g, algo)) { /* dw and db by the core, dx by phases */
     j.big = x, j.gsmall = gy, j.dsmall_sum = db;
     nn_conv_backward(&j);

@@ -127,6 +127,19 @@ size_t nn_subpix_ws_bytes(const nn_conv_geom *g);
 void nn_subpix_forward(const nn_conv_geom *g, opf_dtype dt, void *ws, size_t ws_bytes,
                        const void *x, const void *w, const void *b, void *y);
 
+/* ---- direct grouped convolution (conv_group.c): 2-D float32 on AVX-512 CPUs, either layout,
+ * at most 16 channels per group (a power of two in), output channels in whole vectors ----
+ * nn_group_fits(g, dt, 0): forward and weight gradient; (g, dt, 1): also the data gradient
+ * (stride 1, pad <= dilation * (k - 1)). ws: nn_group_ws_bytes. */
+int nn_group_fits(const nn_conv_geom *g, opf_dtype dt, int dx);
+size_t nn_group_ws_bytes(const nn_conv_geom *g);
+/* y = conv(x, w) + b (b may be NULL) */
+void nn_group_forward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+                      const void *w, const void *b, void *y);
+/* dx (needs nn_group_fits(g, dt, 1)), dw and db, each skipped when NULL */
+void nn_group_backward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+                       const void *w, const void *gy, void *dx, void *dw, void *db);
+
 /* ---- the convolutions' GEMM (conv_gemm.c): row-major C = op(A) op(B) + beta C, single
  * threaded; float32 on AVX-512 CPUs by its own packed kernel (scratch: nn_gemm_ws_bytes()
  * bytes, any alignment), everything else (or scratch NULL) by lin_gemm (OpenBLAS) ---- */
@@ -216,8 +229,10 @@ int nn_conv_op_backward(opf_case *c);
  * NN_ALGO_AUTO the default (the fastest that fits), NN_ALGO_GEMM the im2col/col2im core
  * always, NN_ALGO_FAST Winograd (3x3 stride 1, plain or transposed) or else the phase
  * decomposition (transposed) wherever they fit, the core elsewhere; NN_ALGO_BLAS the default's
- * choices with every GEMM by OpenBLAS (NN_ALGO_GEMM uses OpenBLAS too), not nn_gemm's kernel. */
-enum { NN_ALGO_AUTO, NN_ALGO_GEMM, NN_ALGO_FAST, NN_ALGO_BLAS };
+ * choices with every GEMM by OpenBLAS (NN_ALGO_GEMM uses OpenBLAS too), not nn_gemm's kernel;
+ * NN_ALGO_CORE the im2col core with nn_gemm's kernel always (grouped and dilated convolutions
+ * before the direct kernel of conv_group.c). */
+enum { NN_ALGO_AUTO, NN_ALGO_GEMM, NN_ALGO_FAST, NN_ALGO_BLAS, NN_ALGO_CORE };
 int nn_conv_op_run_fwd(opf_case *c, int algo);
 int nn_conv_op_run_bwd(opf_case *c, int algo);
 int nn_conv_op_reference(opf_case *c);

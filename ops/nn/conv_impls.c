@@ -4,7 +4,9 @@
  * "winograd" (conv2d and conv2d_transpose: Winograd F(4x4, 3x3) wherever it fits, whatever
  * the channel counts; elsewhere the phase decomposition (transposed) or the im2col core) and
  * "col2im" (the transposed convolutions as they were: forward GEMM + col2im, backward
- * im2col + GEMM). The default (native) picks per case. "openblas" (every convolution): the
+ * im2col + GEMM), "im2col" of grouped_conv2d and dilated_conv2d (the im2col core with the
+ * own GEMM kernel, as they ran before the direct kernel of conv_group.c). The default
+ * (native) picks per case. "openblas" (every convolution): the
  * default's algorithms with OpenBLAS GEMMs instead of the float32 AVX-512 kernel of
  * conv_gemm.c ("im2col" and "col2im" use OpenBLAS too, as before that kernel). */
 #include "conv_core.h"
@@ -13,6 +15,8 @@ static int gemm_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_GEMM); }
 static int gemm_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_GEMM); }
 static int blas_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_BLAS); }
 static int blas_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_BLAS); }
+static int core_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_CORE); }
+static int core_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_CORE); }
 static int fast_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_FAST); }
 static int fast_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_FAST); }
 
@@ -34,6 +38,13 @@ OPPERF_IMPL(conv2d_transpose_col2im) = CONV_IMPL("conv2d_transpose", "col2im",
                                                  "GEMM + col2im forward", gemm_fwd, gemm_bwd);
 OPPERF_IMPL(conv3d_transpose_col2im) = CONV_IMPL("conv3d_transpose", "col2im",
                                                  "GEMM + col2im forward", gemm_fwd, gemm_bwd);
+
+OPPERF_IMPL(grouped_conv2d_im2col) = CONV_IMPL("grouped_conv2d", "im2col",
+                                               "the im2col core with per-group GEMMs (before "
+                                               "the direct group kernel)", core_fwd, core_bwd);
+OPPERF_IMPL(dilated_conv2d_im2col) = CONV_IMPL("dilated_conv2d", "im2col",
+                                               "the im2col core with dilated taps (before the "
+                                               "direct kernel)", core_fwd, core_bwd);
 
 #define BLAS_IMPL(op) CONV_IMPL(op, "openblas", "the default's algorithms, OpenBLAS GEMMs", blas_fwd, blas_bwd)
 OPPERF_IMPL(conv1d_openblas) = BLAS_IMPL("conv1d");

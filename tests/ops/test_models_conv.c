@@ -392,6 +392,47 @@ static void test_float32_paths(void **state) {
   omp_set_num_threads(saved);
 }
 
+/* The direct kernel of conv_group.c, float32 against float64 (which runs the im2col core):
+ * channels per group 1, 2, 4, 8, 16 (permuted and broadcast vectors), filters per group above
+ * the channels, the wide blocks (64 filters and more: dilated one-group convolutions, groups
+ * of 64), rows narrower than the register blocks, stride 2 (strided data gradient by the
+ * core), pads beyond the window, 5x5 windows, dilation with groups, both layouts, N = 1 and
+ * odd N, 1 and 2 threads. */
+static void test_float32_group_dilation(void **state) {
+  (void)state;
+  static const char *cases[][2] = {
+      {"grouped_conv2d", "x=3x13x11x32 filters=32 kernel=3 pad=1 groups=8 layout=NHWC"},
+      {"grouped_conv2d", "x=2x64x9x7 filters=64 kernel=3 pad=1 groups=4"},
+      {"grouped_conv2d", "x=1x32x10x9 filters=32 kernel=3 pad=1 groups=32"},
+      {"grouped_conv2d", "x=2x32x15x13 filters=32 kernel=3 stride=2 pad=1 groups=4"},
+      {"grouped_conv2d", "x=2x9x11x16 filters=32 kernel=3 pad=1 groups=8 layout=NHWC"},
+      {"grouped_conv2d", "x=2x21x19x64 filters=64 kernel=3 pad=2 dilation=2 groups=16 layout=NHWC"},
+      {"grouped_conv2d", "x=1x16x7x8 filters=64 kernel=3 pad=1 groups=2 b=none"},
+      {"grouped_conv2d", "x=1x11x12x32 filters=32 kernel=5 groups=8 layout=NHWC"},
+      {"grouped_conv2d", "x=3x32x5x6 filters=32 kernel=3 pad=1 groups=8"},
+      {"grouped_conv2d", "x=2x48x18x37 filters=48 kernel=3 pad=1 groups=12"},
+      {"grouped_conv2d", "x=1x32x6x7 filters=32 kernel=3 pad=3 groups=8"},
+      {"conv2d", "x=3x64x17x15 filters=64 kernel=3 pad=2 dilation=2 groups=4"},
+      {"dilated_conv2d", "x=3x16x21x19 filters=24 kernel=3 pad=2 dilation=2"},
+      {"dilated_conv2d", "x=2x23x18x17 filters=16 kernel=3 pad=1 dilation=3 layout=NHWC"},
+      {"dilated_conv2d", "x=1x20x30x29 filters=16 kernel=3 pad=5 dilation=4 b=none"},
+      {"dilated_conv2d", "x=2x13x14x16 filters=20 kernel=3 dilation=2 layout=NHWC"},
+      {"dilated_conv2d", "x=1x17x16x15 filters=16 kernel=3 pad=8 dilation=8"},
+      {"dilated_conv2d", "x=2x64x13x15 filters=64 kernel=3 pad=2 dilation=2"},
+      {"dilated_conv2d", "x=1x19x17x64 filters=128 kernel=3 pad=3 dilation=3 layout=NHWC"},
+      {"dilated_conv2d", "x=2x12x11x8 filters=64 kernel=3 pad=1 dilation=2 layout=NHWC"},
+      {"dilated_conv2d", "x=1x64x9x5 filters=64 kernel=3 pad=2 dilation=2"},
+      {"grouped_conv2d", "x=1x16x9x10 filters=128 kernel=3 pad=1 groups=2"},
+  };
+  int saved = omp_get_max_threads();
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+    for (int threads = 1; threads <= 2; threads++) {
+      omp_set_num_threads(threads);
+      check_f32(cases[k][0], cases[k][1]);
+    }
+  omp_set_num_threads(saved);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden_conv),      cmocka_unit_test(test_golden_transpose),
@@ -400,6 +441,7 @@ int main(void) {
       cmocka_unit_test(test_transpose_errors), cmocka_unit_test(test_cols_errors),
       cmocka_unit_test(test_fused_errors),     cmocka_unit_test(test_backward_blocked),
       cmocka_unit_test(test_gemm_own),         cmocka_unit_test(test_float32_paths),
+      cmocka_unit_test(test_float32_group_dilation),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,559 @@
+/* conv_group.c: direct grouped 2-D convolution for small groups (conv_core.h: nn_group_*),
+ * float32 on AVX-512 CPUs, either layout, any stride, padding and dilation. With 4..16
+ * channels per group the im2col core's per-group GEMMs are tiny (M = 4, K = 36: ResNeXt's
+ * 32x4d blocks ran 2-2.5x slower than oneDNN); here a 16-float vector holds 16 output
+ * channels, i.e. 16/Fg whole groups at once, and each tap of each input channel of the group
+ * is one FMA per output pixel: the input pixel's channel vector, permuted so that every lane
+ * sees its own group's channel c (vpermps; a broadcast when the groups span whole vectors),
+ * times a packed weight vector. Work items are bands of output rows of one image: the input
+ * rows a band reads are first copied once into zero-padded channels-last rows (from NCHW
+ * this is the transpose), so the kernels need no bounds tests; channels-first outputs are
+ * written through a row buffer. The data gradient of a stride-1 convolution is the same
+ * kernel on the output gradient with the flipped, group-transposed weight (pad d*(k-1) - p);
+ * the weight gradient accumulates the same products with the output gradient in place of the
+ * weight, per thread, reduced at the end. */
+#include <string.h>
+
+#include "conv_core.h"
+
+#define GC_V 16                             /* floats per vector: output channels per block */
+#define GC_PX 8                             /* output pixels per register block */
+#define GC_BAND_BYTES ((int64_t)384 << 10) /* row buffers per item, within L2 */
+/* The direct path from this many channels per group down (both Cg and Fg, which are also the
+ * data gradient's Fg and Cg): beyond, K = Cg*taps is large enough for the GEMMs. */
+#define GC_MAX_CG 16
+
+/* One direct convolution src (N, Ci*G, Hi, Wi) -> dst (N, Fo*G, Ho, Wo), either layout, as
+ * the kernels see it: the forward (src x, dst y) or a data gradient (src gy, dst dx). */
+typedef struct gc_conv {
+  int nhwc, bcast;          /* layout; Fo a multiple of 16 (broadcast, no permute) */
+  int wide;                 /* Fo a multiple of 64, ci of 4: 4 vectors of outputs per block */
+  int64_t N, Cin, Cout, ci, fo;
+  int64_t Hi, Wi, Ho, Wo, KH, KW, KK, sh, sw, ph, pw, dh, dw;
+  int64_t Wp, band, rows;   /* padded row pixels, output rows per item, input rows per item */
+  int64_t items_per_img;
+} gc_conv;
+
+static size_t al64(size_t b) { return (b + 63) & ~(size_t)63; }
+
+/* The wide blocks: 4 output vectors (64 channels of one group) x 6 pixels, any ci (a
+ * multiple of 4): a dense direct convolution, for dilated windows (whose im2col GEMM has
+ * K = 9C of scattered taps) and groups of 64 filters and more. */
+#define GC_NV 4
+#define GC_WPX 6
+static int gc_wide(int64_t ci, int64_t fo) { return fo % (GC_NV * GC_V) == 0 && ci % 4 == 0; }
+
+/* Does the direct kernel take ci input and fo output channels per group, cout in all? */
+static int gc_shape_ok(int64_t ci, int64_t fo, int64_t cout) {
+  if (cout % GC_V) return 0;
+  if (gc_wide(ci, fo)) return 1;
+  if (ci > GC_MAX_CG || (ci & (ci - 1))) return 0;
+  if (fo % GC_V == 0) return 1;                          /* whole vectors of one group */
+  return GC_V % fo == 0 && ci * (GC_V / fo) <= GC_V;     /* groups side by side */
+}
+
+static void gc_conv_of(gc_conv *p, const nn_conv_geom *g, int dx) {
+  memset(p, 0, sizeof *p);
+  p->nhwc = g->nhwc, p->N = g->N;
+  p->KH = g->k[1], p->KW = g->k[2], p->KK = p->KH * p->KW, p->dh = g->d[1], p->dw = g->d[2];
+  if (!dx) {
+    p->Cin = g->C, p->Cout = g->F, p->ci = g->Cg, p->fo = g->Fg;
+    p->Hi = g->in[1], p->Wi = g->in[2], p->Ho = g->out[1], p->Wo = g->out[2];
+    p->sh = g->s[1], p->sw = g->s[2], p->ph = g->p[1], p->pw = g->p[2];
+  } else { /* stride 1: correlation of gy with the flipped weight, pad d*(k-1) - p */
+    p->Cin = g->F, p->Cout = g->C, p->ci = g->Fg, p->fo = g->Cg;
+    p->Hi = g->out[1], p->Wi = g->out[2], p->Ho = g->in[1], p->Wo = g->in[2];
+    p->sh = p->sw = 1;
+    p->ph = p->dh * (p->KH - 1) - g->p[1], p->pw = p->dw * (p->KW - 1) - g->p[2];
+  }
+  p->bcast = p->fo % GC_V == 0;
+  p->wide = gc_wide(p->ci, p->fo);
+  /* the padded row holds every pixel the outputs read: [-pw, (Wo-1)*sw - pw + (KW-1)*dw] */
+  int64_t last = (p->Wo - 1) * p->sw - p->pw + (p->KW - 1) * p->dw;
+  p->Wp = p->pw + (last + 1 > p->Wi ? last + 1 : p->Wi);
+  int64_t row_in = p->Wp * p->Cin * 4, row_out = p->nhwc ? 0 : p->Wo * p->Cout * 4;
+  int64_t band = GC_BAND_BYTES / (row_in * p->sh + row_out);
+  if (band < (p->KH - 1) * p->dh) band = (p->KH - 1) * p->dh; /* halo rows at most doubled */
+  if (band < 1) band = 1;
+  if (band > p->Ho) band = p->Ho;
+  p->band = band;
+  p->rows = (band - 1) * p->sh + (p->KH - 1) * p->dh + 1;
+  p->items_per_img = (p->Ho + band - 1) / band;
+}
+
+/* Per-thread slot: input rows (+ one vector of slack: the permuting loads read up to 16
+ * channels from a group's first), output rows (channels-first), gy rows (weight gradient,
+ * channels-first), the weight-gradient partial and the bias-gradient partial. */
+typedef struct gc_slot {
+  float *in, *out, *gy, *dw, *db;
+} gc_slot;
+
+static size_t gc_slot_layout(const gc_conv *p, char *base, gc_slot *s) {
+  size_t in = al64((size_t)(p->rows * p->Wp * p->Cin + GC_V) * 4);
+  size_t out = al64((size_t)(p->band * p->Wo * p->Cout) * 4);
+  size_t gy = al64((size_t)(p->band * p->Wo * p->Cout) * 4);
+  size_t dw = al64((size_t)(p->Cout * p->ci * p->KK) * 4), db = al64((size_t)p->Cout * 4);
+  if (s) {
+    s->in = (float *)base, s->out = (float *)(base + in), s->gy = (float *)(base + in + out);
+    s->dw = (float *)(base + in + out + gy), s->db = (float *)(base + in + out + gy + dw);
+  }
+  return in + out + gy + dw + db;
+}
+
+/* the packed weights (forward and data gradient): (Cout/16, KK, ci, 16) each */
+static size_t gc_wpk_bytes(const nn_conv_geom *g) { return al64((size_t)(g->F * g->Kc) * 4); }
+
+int nn_group_fits(const nn_conv_geom *g, opf_dtype dt, int dx) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  /* one group: dilated windows only (dense 3x3 windows have Winograd) */
+  int one = g->groups == 1 && (g->d[1] > 1 || g->d[2] > 1);
+  if (dt != OPF_F32 || g->nd != 2 || (g->groups < 2 && !one) || !__builtin_cpu_supports("avx512f"))
+    return 0;
+  if (one && !(gc_wide(g->Cg, g->Fg) && (!dx || gc_wide(g->Fg, g->Cg)))) return 0;
+  if (!dx) return gc_shape_ok(g->Cg, g->Fg, g->F);
+  /* the data gradient: stride 1 and a padding the flipped window covers */
+  return g->s[1] == 1 && g->s[2] == 1 && g->p[1] <= g->d[1] * (g->k[1] - 1) &&
+         g->p[2] <= g->d[2] * (g->k[2] - 1) && gc_shape_ok(g->Fg, g->Cg, g->C) &&
+         gc_shape_ok(g->Cg, g->Fg, g->F);
+#else
+  (void)g, (void)dt, (void)dx;
+  return 0;
+#endif
+}
+
+size_t nn_group_ws_bytes(const nn_conv_geom *g) {
+  gc_conv a, b;
+  gc_conv_of(&a, g, 0);
+  gc_conv_of(&b, g, 1);
+  size_t sa = gc_slot_layout(&a, NULL, NULL), sb = gc_slot_layout(&b, NULL, NULL);
+  return 2 * gc_wpk_bytes(g) + (size_t)omp_get_max_threads() * (sa > sb ? sa : sb);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* dst[i*ldd + j] = src[j*lds + i] for i, j < 16: a 16x16 block transposed in registers. */
+__attribute__((target("avx512f"))) static void gc_t16(const float *src, int64_t lds, float *dst,
+                                                      int64_t ldd) {
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * lds);
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; i++) { /* 128-bit lanes: rows i, i+4, i+8, i+12 */
+    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
+    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
+  }
+  for (int i = 0; i < 4; i++) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+    r[i + 4] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0x88);
+    r[i + 12] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0xDD);
+  }
+  for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + i * ldd, r[i]);
+}
+
+/* dst[j*ldd + c] = src[c*lds + j] for c < nc, j < n: 16x16 blocks, scalar edges. */
+static void gc_transpose(const float *src, int64_t lds, int64_t nc, int64_t n, float *dst,
+                         int64_t ldd) {
+  int64_t c0 = 0, j0;
+  for (; c0 + 16 <= nc; c0 += 16) {
+    for (j0 = 0; j0 + 16 <= n; j0 += 16) gc_t16(src + c0 * lds + j0, lds, dst + j0 * ldd + c0, ldd);
+    for (; j0 < n; j0++)
+      for (int64_t c = c0; c < c0 + 16; c++) dst[j0 * ldd + c] = src[c * lds + j0];
+  }
+  for (; c0 < nc; c0++)
+    for (j0 = 0; j0 < n; j0++) dst[j0 * ldd + c0] = src[c0 * lds + j0];
+}
+
+/* Input rows [r0, r0 + p->rows) of image src (rows outside the input zero) into the slot as
+ * channels-last rows of Wp pixels, pixel 0 being input column -pw. */
+static void gc_fill_rows(const gc_conv *p, const float *src, int64_t r0, float *buf) {
+  const int64_t C = p->Cin, S = p->Hi * p->Wi, pitch = p->Wp * C;
+  for (int64_t r = 0; r < p->rows; r++) {
+    float *d = buf + r * pitch;
+    int64_t ih = r0 + r;
+    if (ih < 0 || ih >= p->Hi) {
+      memset(d, 0, (size_t)pitch * 4);
+      continue;
+    }
+    memset(d, 0, (size_t)(p->pw * C) * 4);
+    memset(d + (p->pw + p->Wi) * C, 0, (size_t)((p->Wp - p->pw - p->Wi) * C) * 4);
+    if (p->nhwc) {
+      memcpy(d + p->pw * C, src + ih * p->Wi * C, (size_t)(p->Wi * C) * 4);
+      continue;
+    }
+    gc_transpose(src + ih * p->Wi, S, C, p->Wi, d + p->pw * C, C); /* (C, Wi) -> (Wi, C) */
+  }
+}
+
+/* (rows, Wo, Cout) channels-last rows -> rows [oh0, oh0 + rows) of a channels-first image. */
+static void gc_store_cf(const gc_conv *p, const float *buf, int64_t oh0, int64_t rows, float *dst) {
+  gc_transpose(buf, p->Cout, rows * p->Wo, p->Cout, dst + oh0 * p->Wo, p->Ho * p->Wo);
+}
+
+/* (rows, Wo, C) channels-last copy of rows [oh0, oh0 + rows) of a channels-first image. */
+static void gc_load_cf(const gc_conv *p, const float *src, int64_t oh0, int64_t rows, float *buf) {
+  gc_transpose(src + oh0 * p->Wo, p->Ho * p->Wo, p->Cout, rows * p->Wo, buf, p->Cout);
+}
+
+/* The permutation that gives lane l its group's channel c: (l / fo) * ci + c. */
+__attribute__((target("avx512f"))) static inline __m512i gc_idx(const gc_conv *p, int64_t c) {
+  int32_t v[GC_V];
+  for (int l = 0; l < GC_V; l++) v[l] = (int32_t)(p->bcast ? c : l / p->fo * p->ci + c);
+  return _mm512_loadu_si512(v);
+}
+
+/* NP output pixels from ow of one output row, channel block cb: rb points at the band's
+ * input row of the row's first tap, pixel 0; wv the block's packed weight. */
+#define GC_FWD_BLOCK(NP, CI)                                                                   \
+  __attribute__((target("avx512f"))) static void gc_fwd_##NP##_##CI(                           \
+      const gc_conv *p, const float *rb, const float *wv, const __m512i *idx, __m512 bias,     \
+      int64_t ow, int64_t ibase, float *out) {                                                 \
+    const int64_t C = p->Cin, pitch = p->Wp * C, step = p->sw * C;                             \
+    __m512 acc[NP];                                                                            \
+    for (int x = 0; x < NP; x++) acc[x] = bias;                                                \
+    for (int64_t kh = 0; kh < p->KH; kh++) {                                                   \
+      const float *r = rb + kh * p->dh * pitch + ow * step + ibase;                            \
+      for (int64_t kw = 0; kw < p->KW; kw++, wv += (CI) * GC_V) {                              \
+        const float *xp = r + kw * p->dw * C;                                                  \
+        if (p->bcast) {                                                                        \
+          for (int c = 0; c < (CI); c++) {                                                     \
+            __m512 w = _mm512_load_ps(wv + c * GC_V);                                          \
+            for (int x = 0; x < NP; x++)                                                       \
+              acc[x] = _mm512_fmadd_ps(_mm512_set1_ps(xp[x * step + c]), w, acc[x]);          \
+          }                                                                                    \
+          continue;                                                                            \
+        }                                                                                      \
+        for (int x = 0; x < NP; x++) {                                                         \
+          __m512 xv = _mm512_loadu_ps(xp + x * step);                                          \
+          for (int c = 0; c < (CI); c++)                                                       \
+            acc[x] = _mm512_fmadd_ps(_mm512_permutexvar_ps(idx[c], xv),                        \
+                                     _mm512_load_ps(wv + c * GC_V), acc[x]);                   \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+    for (int x = 0; x < NP; x++) _mm512_storeu_ps(out + x * p->Cout, acc[x]);                 \
+  }
+#define GC_CIS(X, NP) X(NP, 1) X(NP, 2) X(NP, 4) X(NP, 8) X(NP, 16)
+GC_CIS(GC_FWD_BLOCK, 8)
+GC_CIS(GC_FWD_BLOCK, 1)
+
+/* The wide block: NP pixels x 4 output vectors (blocks cb..cb+3, weights ws apart). */
+#define GC_FWD_WIDE(NP)                                                                        \
+  __attribute__((target("avx512f"))) static void gc_fwdw_##NP(                                 \
+      const gc_conv *p, const float *rb, const float *wv, int64_t ws, const float *bias,       \
+      int64_t ow, int64_t ibase, float *out) {                                                 \
+    const int64_t C = p->Cin, pitch = p->Wp * C, step = p->sw * C, ci = p->ci;                 \
+    __m512 acc[NP][GC_NV];                                                                     \
+    for (int v = 0; v < GC_NV; v++) {                                                          \
+      __m512 b = bias ? _mm512_loadu_ps(bias + v * GC_V) : _mm512_setzero_ps();                \
+      for (int x = 0; x < NP; x++) acc[x][v] = b;                                              \
+    }                                                                                          \
+    for (int64_t kh = 0; kh < p->KH; kh++) {                                                   \
+      const float *r = rb + kh * p->dh * pitch + ow * step + ibase;                            \
+      for (int64_t kw = 0; kw < p->KW; kw++, wv += ci * GC_V) {                                \
+        const float *xp = r + kw * p->dw * C;                                                  \
+        for (int64_t c = 0; c < ci; c++) {                                                     \
+          __m512 w[GC_NV];                                                                     \
+          for (int v = 0; v < GC_NV; v++) w[v] = _mm512_load_ps(wv + v * ws + c * GC_V);       \
+          for (int x = 0; x < NP; x++) {                                                       \
+            __m512 b = _mm512_set1_ps(xp[x * step + c]);                                       \
+            for (int v = 0; v < GC_NV; v++) acc[x][v] = _mm512_fmadd_ps(b, w[v], acc[x][v]);   \
+          }                                                                                    \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+    for (int x = 0; x < NP; x++)                                                               \
+      for (int v = 0; v < GC_NV; v++) _mm512_storeu_ps(out + x * p->Cout + v * GC_V, acc[x][v]); \
+  }
+GC_FWD_WIDE(1)
+GC_FWD_WIDE(2)
+GC_FWD_WIDE(3)
+GC_FWD_WIDE(4)
+GC_FWD_WIDE(5)
+GC_FWD_WIDE(6)
+typedef void (*gc_fwdw_fn)(const gc_conv *, const float *, const float *, int64_t, const float *,
+                           int64_t, int64_t, float *);
+static const gc_fwdw_fn gc_fwdw[GC_WPX + 1] = {NULL,      gc_fwdw_1, gc_fwdw_2, gc_fwdw_3,
+                                               gc_fwdw_4, gc_fwdw_5, gc_fwdw_6};
+
+typedef void (*gc_fwd_fn)(const gc_conv *, const float *, const float *, const __m512i *, __m512,
+                          int64_t, int64_t, float *);
+static int gc_log2(int64_t ci) { return ci >= 16 ? 4 : ci >= 8 ? 3 : ci >= 4 ? 2 : ci >= 2 ? 1 : 0; }
+static const gc_fwd_fn gc_fwd8[5] = {gc_fwd_8_1, gc_fwd_8_2, gc_fwd_8_4, gc_fwd_8_8, gc_fwd_8_16};
+static const gc_fwd_fn gc_fwd1[5] = {gc_fwd_1_1, gc_fwd_1_2, gc_fwd_1_4, gc_fwd_1_8, gc_fwd_1_16};
+
+/* One output row oh (band row j, input rows from rb) into out (Wo x Cout channels-last). */
+__attribute__((target("avx512f"))) static void gc_fwd_row(const gc_conv *p, const float *rb,
+                                                          const float *wpk, const float *bias,
+                                                          float *out) {
+  __m512i idx[GC_V];
+  for (int64_t c = 0; !p->wide && c < p->ci; c++) idx[c] = gc_idx(p, c);
+  if (p->wide) {
+    const int64_t ws = p->KK * p->ci * GC_V;
+    for (int64_t cb = 0; cb < p->Cout / GC_V; cb += GC_NV) {
+      const float *wv = wpk + cb * ws, *b = bias ? bias + cb * GC_V : NULL;
+      int64_t ibase = cb * GC_V / p->fo * p->ci, ow = 0;
+      float *o = out + cb * GC_V;
+      for (; ow + GC_WPX <= p->Wo; ow += GC_WPX)
+        gc_fwdw_6(p, rb, wv, ws, b, ow, ibase, o + ow * p->Cout);
+      if (ow < p->Wo) /* the remainder, by the block of its width */
+        gc_fwdw[p->Wo - ow](p, rb, wv, ws, b, ow, ibase, o + ow * p->Cout);
+    }
+    return;
+  }
+  gc_fwd_fn f8 = gc_fwd8[gc_log2(p->ci)], f1 = gc_fwd1[gc_log2(p->ci)];
+  for (int64_t cb = 0; cb < p->Cout / GC_V; cb++) {
+    const float *wv = wpk + cb * p->KK * p->ci * GC_V;
+    int64_t ibase = cb * GC_V / p->fo * p->ci;
+    __m512 b = bias ? _mm512_loadu_ps(bias + cb * GC_V) : _mm512_setzero_ps();
+    float *o = out + cb * GC_V;
+    int64_t ow = 0;
+    for (; ow + GC_PX <= p->Wo; ow += GC_PX) f8(p, rb, wv, idx, b, ow, ibase, o + ow * p->Cout);
+    if (ow < p->Wo && p->Wo >= GC_PX) /* the last block again, overlapping */
+      f8(p, rb, wv, idx, b, p->Wo - GC_PX, ibase, o + (p->Wo - GC_PX) * p->Cout);
+    else
+      for (; ow < p->Wo; ow++) f1(p, rb, wv, idx, b, ow, ibase, o + ow * p->Cout);
+  }
+}
+
+/* Weight-gradient partial of one output row: for every tap and channel c of the group,
+ * dw[cb][t][c] += sum over the row of gy[ow] * (permuted x of the tap). gy: Wo x Cout. */
+#define GC_DW_ROW(CI)                                                                          \
+  __attribute__((target("avx512f"))) static void gc_dw_row_##CI(                               \
+      const gc_conv *p, const float *rb, const float *gy, const __m512i *idx, float *dw) {     \
+    const int64_t C = p->Cin, pitch = p->Wp * C, step = p->sw * C;                             \
+    for (int64_t cb = 0; cb < p->Cout / GC_V; cb++) {                                          \
+      int64_t ibase = cb * GC_V / p->fo * p->ci;                                               \
+      const float *g = gy + cb * GC_V;                                                         \
+      for (int64_t t = 0; t < p->KK; t++) {                                                    \
+        const float *xp = rb + t / p->KW * p->dh * pitch + t % p->KW * p->dw * C + ibase;      \
+        float *d = dw + (cb * p->KK + t) * (CI) * GC_V;                                        \
+        __m512 acc[CI];                                                                        \
+        for (int c = 0; c < (CI); c++) acc[c] = _mm512_load_ps(d + c * GC_V);                  \
+        for (int64_t ow = 0; ow < p->Wo; ow++) {                                               \
+          __m512 gv = _mm512_loadu_ps(g + ow * p->Cout);                                       \
+          const float *x = xp + ow * step;                                                     \
+          if (p->bcast)                                                                        \
+            for (int c = 0; c < (CI); c++)                                                     \
+              acc[c] = _mm512_fmadd_ps(gv, _mm512_set1_ps(x[c]), acc[c]);                     \
+          else {                                                                               \
+            __m512 xv = _mm512_loadu_ps(x);                                                    \
+            for (int c = 0; c < (CI); c++)                                                     \
+              acc[c] = _mm512_fmadd_ps(gv, _mm512_permutexvar_ps(idx[c], xv), acc[c]);         \
+          }                                                                                    \
+        }                                                                                      \
+        for (int c = 0; c < (CI); c++) _mm512_store_ps(d + c * GC_V, acc[c]);                  \
+      }                                                                                        \
+    }                                                                                          \
+  }
+GC_DW_ROW(1)
+GC_DW_ROW(2)
+GC_DW_ROW(4)
+GC_DW_ROW(8)
+GC_DW_ROW(16)
+/* The wide weight gradient of one output row: 4 output vectors x 4 channels at a time. */
+__attribute__((target("avx512f"))) static void gc_dw_row_wide(const gc_conv *p, const float *rb,
+                                                              const float *gy, const __m512i *idx,
+                                                              float *dw) {
+  (void)idx;
+  const int64_t C = p->Cin, pitch = p->Wp * C, step = p->sw * C, ci = p->ci, KK = p->KK;
+  for (int64_t cb = 0; cb < p->Cout / GC_V; cb += GC_NV) {
+    int64_t ibase = cb * GC_V / p->fo * ci;
+    const float *g = gy + cb * GC_V;
+    for (int64_t t = 0; t < KK; t++) {
+      const float *xp = rb + t / p->KW * p->dh * pitch + t % p->KW * p->dw * C + ibase;
+      for (int64_t c = 0; c < ci; c += 4) {
+        __m512 acc[4][GC_NV];
+        for (int cc = 0; cc < 4; cc++)
+          for (int v = 0; v < GC_NV; v++)
+            acc[cc][v] = _mm512_load_ps(dw + (((cb + v) * KK + t) * ci + c + cc) * GC_V);
+        for (int64_t ow = 0; ow < p->Wo; ow++) {
+          __m512 gv[GC_NV];
+          for (int v = 0; v < GC_NV; v++) gv[v] = _mm512_loadu_ps(g + ow * p->Cout + v * GC_V);
+          const float *x = xp + ow * step + c;
+          for (int cc = 0; cc < 4; cc++) {
+            __m512 b = _mm512_set1_ps(x[cc]);
+            for (int v = 0; v < GC_NV; v++) acc[cc][v] = _mm512_fmadd_ps(gv[v], b, acc[cc][v]);
+          }
+        }
+        for (int cc = 0; cc < 4; cc++)
+          for (int v = 0; v < GC_NV; v++)
+            _mm512_store_ps(dw + (((cb + v) * KK + t) * ci + c + cc) * GC_V, acc[cc][v]);
+      }
+    }
+  }
+}
+
+typedef void (*gc_dw_fn)(const gc_conv *, const float *, const float *, const __m512i *, float *);
+static const gc_dw_fn gc_dw_rows[5] = {gc_dw_row_1, gc_dw_row_2, gc_dw_row_4, gc_dw_row_8,
+                                       gc_dw_row_16};
+
+/* Packs w (F, Cg, KK) for the forward (dx = 0) or the data gradient (dx = 1): vector
+ * (cb, t, c) holds, in lane l, the weight of output channel o = cb*16 + l of the convolution
+ * with its group's input channel c at tap t (the data gradient: o an input channel of the
+ * forward, c a filter of its group, the tap flipped). */
+static void gc_pack(const gc_conv *p, const float *w, int dx, float *wpk) {
+  const int64_t KK = p->KK;
+  for (int64_t o = 0; o < p->Cout; o++)
+    for (int64_t t = 0; t < KK; t++)
+      for (int64_t c = 0; c < p->ci; c++) {
+        float v;
+        if (!dx) v = w[(o * p->ci + c) * KK + t];
+        else { /* forward weight (f, cl, tap): f = group's filter c, cl = o's place in its group */
+          int64_t f = o / p->fo * p->ci + c, cl = o % p->fo;
+          v = w[(f * p->fo + cl) * KK + (KK - 1 - t)];
+        }
+        wpk[((o / GC_V * KK + t) * p->ci + c) * GC_V + o % GC_V] = v;
+      }
+}
+
+typedef struct gc_run {
+  const gc_conv *p;
+  const float *src, *wpk, *bias, *x, *gy;
+  float *dst;
+  char *slots;
+  size_t slot_bytes;
+  int nt;
+} gc_run;
+
+static int gc_threads(const gc_conv *p, size_t avail, size_t slot) {
+  int64_t nt = omp_get_max_threads(), cap = (int64_t)(avail / slot);
+  int64_t items = p->N * p->items_per_img;
+  if (nt > cap) nt = cap;
+  if (nt > items) nt = items;
+  double work = (double)p->N * p->Ho * p->Wo * p->Cout * p->ci * p->KK;
+  if (nt < 1 || work < OPF_PAR_MIN) nt = 1;
+  return (int)nt;
+}
+
+/* Forward-shaped pass: dst = conv(src) + bias. */
+static void gc_conv_run(const gc_run *r) {
+  const gc_conv *p = r->p;
+  const int64_t items = p->N * p->items_per_img, isz = p->Cin * p->Hi * p->Wi,
+                osz = p->Cout * p->Ho * p->Wo;
+#pragma omp parallel num_threads(r->nt) if (r->nt > 1)
+  {
+    int k = omp_get_thread_num(), m = omp_get_num_threads();
+    gc_slot s;
+    gc_slot_layout(p, r->slots + (size_t)k * r->slot_bytes, &s);
+    for (int64_t it = items * k / m; it < items * (k + 1) / m; it++) {
+      int64_t n = it / p->items_per_img, oh0 = it % p->items_per_img * p->band;
+      int64_t rows = p->Ho - oh0 < p->band ? p->Ho - oh0 : p->band;
+      gc_fill_rows(p, r->src + n * isz, oh0 * p->sh - p->ph, s.in);
+      float *dn = r->dst + n * osz;
+      for (int64_t j = 0; j < rows; j++) {
+        float *o = p->nhwc ? dn + (oh0 + j) * p->Wo * p->Cout : s.out + j * p->Wo * p->Cout;
+        gc_fwd_row(p, s.in + j * p->sh * p->Wp * p->Cin, r->wpk, r->bias, o);
+      }
+      if (!p->nhwc) gc_store_cf(p, s.out, oh0, rows, dn);
+    }
+  }
+}
+
+/* Weight and bias gradients (either may be NULL) of the forward convolution p. */
+__attribute__((target("avx512f"))) static void gc_wgrad_run(const gc_run *r, float *dw, float *db) {
+  const gc_conv *p = r->p;
+  const int64_t items = p->N * p->items_per_img, isz = p->Cin * p->Hi * p->Wi,
+                osz = p->Cout * p->Ho * p->Wo, nw = p->Cout * p->ci * p->KK;
+  int used = 1;
+#pragma omp parallel num_threads(r->nt) if (r->nt > 1)
+  {
+    int k = omp_get_thread_num(), m = omp_get_num_threads();
+    if (k == 0) used = m;
+    gc_slot s;
+    gc_slot_layout(p, r->slots + (size_t)k * r->slot_bytes, &s);
+    memset(s.dw, 0, (size_t)nw * 4);
+    memset(s.db, 0, (size_t)p->Cout * 4);
+    __m512i idx[GC_V];
+    for (int64_t c = 0; !p->wide && c < p->ci; c++) idx[c] = gc_idx(p, c);
+    gc_dw_fn row = p->wide ? gc_dw_row_wide : gc_dw_rows[gc_log2(p->ci)];
+    for (int64_t it = items * k / m; it < items * (k + 1) / m; it++) {
+      int64_t n = it / p->items_per_img, oh0 = it % p->items_per_img * p->band;
+      int64_t rows = p->Ho - oh0 < p->band ? p->Ho - oh0 : p->band;
+      const float *gn = r->gy + n * osz, *g = gn + oh0 * p->Wo * p->Cout;
+      if (!p->nhwc) gc_load_cf(p, gn, oh0, rows, s.gy), g = s.gy;
+      if (db)
+        for (int64_t j = 0; j < rows * p->Wo; j++)
+          for (int64_t cb = 0; cb < p->Cout; cb += GC_V)
+            _mm512_store_ps(s.db + cb, _mm512_add_ps(_mm512_load_ps(s.db + cb),
+                                                     _mm512_loadu_ps(g + j * p->Cout + cb)));
+      if (!dw) continue;
+      gc_fill_rows(p, r->x + n * isz, oh0 * p->sh - p->ph, s.in);
+      for (int64_t j = 0; j < rows; j++)
+        row(p, s.in + j * p->sh * p->Wp * p->Cin, g + j * p->Wo * p->Cout, idx, s.dw);
+    }
+  }
+  gc_slot s0, sk;
+  gc_slot_layout(p, r->slots, &s0);
+  for (int k = 1; k < used; k++) {
+    gc_slot_layout(p, r->slots + (size_t)k * r->slot_bytes, &sk);
+    for (int64_t i = 0; i < nw; i++) s0.dw[i] += sk.dw[i];
+    for (int64_t i = 0; i < p->Cout; i++) s0.db[i] += sk.db[i];
+  }
+  if (db) memcpy(db, s0.db, (size_t)p->Cout * 4);
+  if (dw) /* (Cout/16, KK, ci, 16) -> (F, Cg, KK) */
+    for (int64_t o = 0; o < p->Cout; o++)
+      for (int64_t t = 0; t < p->KK; t++)
+        for (int64_t c = 0; c < p->ci; c++)
+          dw[(o * p->ci + c) * p->KK + t] = s0.dw[((o / GC_V * p->KK + t) * p->ci + c) * GC_V + o % GC_V];
+}
+
+static void gc_setup(gc_run *r, const gc_conv *p, const nn_conv_geom *g, void *ws, size_t ws_bytes) {
+  memset(r, 0, sizeof *r);
+  r->p = p;
+  r->slot_bytes = gc_slot_layout(p, NULL, NULL);
+  r->slots = (char *)ws + 2 * gc_wpk_bytes(g);
+  r->nt = gc_threads(p, ws_bytes - 2 * gc_wpk_bytes(g), r->slot_bytes);
+}
+
+void nn_group_forward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+                      const void *w, const void *b, void *y) {
+  gc_conv p;
+  gc_run r;
+  gc_conv_of(&p, g, 0);
+  gc_setup(&r, &p, g, ws, ws_bytes);
+  gc_pack(&p, w, 0, ws);
+  r.src = x, r.wpk = ws, r.bias = b, r.dst = y;
+  gc_conv_run(&r);
+}
+
+void nn_group_backward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+                       const void *w, const void *gy, void *dx, void *dw, void *db) {
+  gc_conv p;
+  gc_run r;
+  if (dx) {
+    gc_conv_of(&p, g, 1);
+    gc_setup(&r, &p, g, ws, ws_bytes);
+    float *wpk = (float *)((char *)ws + gc_wpk_bytes(g));
+    gc_pack(&p, w, 1, wpk);
+    r.src = gy, r.wpk = wpk, r.dst = dx;
+    gc_conv_run(&r);
+  }
+  if (dw || db) {
+    gc_conv_of(&p, g, 0);
+    gc_setup(&r, &p, g, ws, ws_bytes);
+    r.x = x, r.gy = gy;
+    gc_wgrad_run(&r, dw, db);
+  }
+}
+#else
+void nn_group_forward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+                      const void *w, const void *b, void *y) {
+  (void)g, (void)ws, (void)ws_bytes, (void)x, (void)w, (void)b, (void)y;
+}
+void nn_group_backward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+                       const void *w, const void *gy, void *dx, void *dw, void *db) {
+  (void)g, (void)ws, (void)ws_bytes, (void)x, (void)w, (void)gy, (void)dx, (void)dw, (void)db;
+}
+#endif
