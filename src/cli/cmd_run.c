@@ -210,13 +210,7 @@ static const cli_opt run_table[] = {
     {"config", O_CONFIG, "FILE.json", CLI_O_STR, M(config), 0, 0, "custom cases: [{\"op\":..., \"inputs\":{...}, \"params\":{...}, \"dtype\":...}]"},
     {"dtype", O_DTYPE, "LIST", CLI_O_LIST, M(dtypes), 0, 0, "float32 (default), float64, int32, int64, bool, or all"},
     {"pass", O_PASS, "LIST", CLI_O_CUSTOM, 0, 0, 0, "fwd, bwd, both (forward+backward); default fwd,bwd"},
-    {"impl", O_IMPL, "LIST", CLI_O_LIST, M(impl_list), 0, 0, "implementations to run side by side: native (the operator's
-kernels), unfused (a fused operator's chain of separate
-operators), materialize (every gradient written, where native
-hands views back; bwd and both only), a built-in alternative
-(`opperf describe OP` lists an operator's: e.g. im2col,
-winograd, col2im, openblas), a plugin's name, or all
-(default: all but materialize and the built-in alternatives)"},
+    {"impl", O_IMPL, "LIST", CLI_O_LIST, M(impl_list), 0, 0, "implementations to run side by side: native (the operator's\nkernels), unfused (a fused operator's chain of separate\noperators), materialize (every gradient written, where native\nhands views back; bwd and both only), a built-in alternative\n(`opperf describe OP` lists an operator's: e.g. im2col,\nwinograd, col2im, openblas), a plugin's name, or all\n(default: all but materialize and the built-in alternatives)"},
     {"plugin", O_PLUGIN, "LIB.so", CLI_O_CUSTOM, 0, 0, 0, "load operators and implementations from a plugin (repeatable;\nsee opperf(1), PLUGINS)"},
     {"check", O_CHECK, NULL, CLI_O_CUSTOM, 0, 0, 0, "check each case's forward outputs against the operator's\nreference first (a mismatch fails the case: status error),\nand gradients handed back as views against written ones;\nwith --baseline also against the peer (see below)"},
     {NULL, 0, NULL, CLI_O_TEXT, 0, 0, 0, "measurement:"},
