@@ -15,15 +15,10 @@ enum { G_SHORT = 16 }; /* short channels-first planes reduced together (gshort) 
    * the rest in chunks and one last chunk shifted back to end at n (max is idempotent; the \
    * revisited elements have smaller indices, so that chunk breaks ties by index), then the \
    * lanes are combined: the larger value, on a tie the smaller index. */                    \
-  OPF_VEC static void gmax_run_##S(const T *x, int64_t n, T *y, int32_t *am) {                \
+  /* The lanes of gmax_run: per-lane max and argmax of x[0, n), n >= V, in *mo, *ao. */     \
+  __attribute__((always_inline)) static inline void gmax_lanes_##S(const T *x, int64_t n,      \
+                                                                   vf_##S *mo, vi_##S *ao) {  \
     enum { V = LANES_##S };                                                                   \
-    T best = x[0];                                                                            \
-    int64_t bi = 0;                                                                           \
-    if (n < V) {                                                                              \
-      for (int64_t i = 1; i < n; i++) pool_acc1_##S(&best, &bi, x[i], i, 0);                  \
-      *y = best, *am = (int32_t)bi;                                                           \
-      return;                                                                                 \
-    }                                                                                         \
     const vi_##S lane = LANE_IDX_##S;                                                         \
     vf_##S m[G_ACC];                                                                          \
     vi_##S a[G_ACC];                                                                          \
@@ -46,6 +41,21 @@ enum { G_SHORT = 16 }; /* short channels-first planes reduced together (gshort) 
       pool_acc_##S(&m[0], &a[0], v, lane + (int32_t)(n - V), 1);                              \
     }                                                                                         \
     for (int k = 1; k < G_ACC; k++) pool_acc_##S(&m[0], &a[0], m[k], a[k], 1);               \
+    *mo = m[0], *ao = a[0];                                                                   \
+  }                                                                                           \
+  OPF_VEC static void gmax_run_##S(const T *x, int64_t n, T *y, int32_t *am) {                \
+    enum { V = LANES_##S };                                                                   \
+    T best = x[0];                                                                            \
+    int64_t bi = 0;                                                                           \
+    if (n < V) {                                                                              \
+      for (int64_t i = 1; i < n; i++) pool_acc1_##S(&best, &bi, x[i], i, 0);                  \
+      *y = best, *am = (int32_t)bi;                                                           \
+      return;                                                                                 \
+    }                                                                                         \
+    const vi_##S lane = LANE_IDX_##S;                                                         \
+    vf_##S m[1];                                                                              \
+    vi_##S a[1];                                                                              \
+    gmax_lanes_##S(x, n, &m[0], &a[0]);                                                       \
     /* across the lanes by halving rotations (a scalar loop over the lanes cost ~700       \
      * cycles a plane: GCC unrolls it into lane extracts) */                                  \
     const vm_##S lm = LANE_IDX_##S;                                                           \
@@ -55,6 +65,36 @@ enum { G_SHORT = 16 }; /* short channels-first planes reduced together (gshort) 
       pool_acc_##S(&m[0], &a[0], m2, a2, 1);                                                  \
     }                                                                                         \
     *y = m[0][0], *am = a[0][0];                                                              \
+  }                                                                                           \
+  /* V planes of n >= V elements (8x2048x4x7x7: 16384 planes of 196) at once: each plane's  \
+   * lanes as in gmax_run, then the V lane sets are reduced together, a transpose-reduce:   \
+   * each step merges two vectors (halves of each plane's lane group from both, one        \
+   * two-source shuffle each) into one holding twice the planes at half the lanes, so V    \
+   * planes cost V-1 merges instead of V*log2(V) rotations; the last vector holds plane p's \
+   * max and argmax in lane p. Ties keep the smaller index, as gmax_run. */                 \
+  OPF_VEC static void gmaxv_##S(const T *x, int64_t n, T *restrict y, int32_t *restrict am) { \
+    enum { V = LANES_##S };                                                                   \
+    vf_##S m[V];                                                                              \
+    vi_##S a[V];                                                                              \
+    for (int p = 0; p < V; p++) gmax_lanes_##S(x + p * n, n, &m[p], &a[p]);                   \
+    const vm_##S lm = LANE_IDX_##S;                                                           \
+    const vi_##S li = LANE_IDX_##S;                                                           \
+    for (int w = V / 2, cnt = V; w >= 1; w /= 2, cnt /= 2) {                                  \
+      /* result lane i: lane i % w of the lower (lo) or upper (hi) half of plane group i / w \
+       * of the two sources concatenated (groups of 2w lanes, the first source's first) */    \
+      const vm_##S lom = lm / w * 2 * w + lm % w;                                             \
+      const vi_##S loi = li / w * 2 * w + li % w;                                             \
+      for (int q = 0; q < cnt / 2; q++) {                                                     \
+        vf_##S lo = __builtin_shuffle(m[2 * q], m[2 * q + 1], lom);                           \
+        vf_##S hi = __builtin_shuffle(m[2 * q], m[2 * q + 1], lom + w);                       \
+        vi_##S alo = __builtin_shuffle(a[2 * q], a[2 * q + 1], loi);                          \
+        vi_##S ahi = __builtin_shuffle(a[2 * q], a[2 * q + 1], loi + w);                      \
+        pool_acc_##S(&lo, &alo, hi, ahi, 1);                                                  \
+        m[q] = lo, a[q] = alo;                                                                \
+      }                                                                                       \
+    }                                                                                         \
+    memcpy(y, &m[0], sizeof m[0]);                                                            \
+    memcpy(am, &a[0], sizeof a[0]);                                                           \
   }                                                                                           \
   /* Sum of x[0, n) in G_ACC vector accumulators (the order differs from a serial sum only  \
    * by rounding). */                                                                         \
@@ -220,7 +260,16 @@ static void gpool_items(void *ctx, int64_t lo, int64_t hi, int k) {
     else gshort_f64((const void *)xp, S, hi - lo, (double *)y + lo, max ? am + lo : NULL, sc);
     return;
   }
-  for (int64_t it = lo; it < hi; it++) {
+  int64_t it = lo;
+  if (!g->cl && max) { /* whole groups of a vector's lanes in planes (gmaxv) */
+    const int64_t V = f32 ? LANES_f32 : LANES_f64;
+    for (; S >= V && it + V <= hi; it += V) {
+      const void *xp = x + (size_t)(it * S) * e;
+      if (f32) gmaxv_f32(xp, S, (float *)y + it, am + it);
+      else gmaxv_f64(xp, S, (double *)y + it, am + it);
+    }
+  }
+  for (; it < hi; it++) {
     if (g->cl) { /* image n, channel block b */
       int64_t n = it / t->cblk, b = it % t->cblk;
       int64_t c0 = b * G_CBLK, c1 = c0 + G_CBLK < C ? c0 + G_CBLK : C;

@@ -199,6 +199,8 @@ static void test_max_ties(void **state) {
              one, zero);
   check_ties("global_max_pool3d", "x=1x2x3x4x20 layout=NDHWC", 1, 1, 20, (int64_t[]){2, 3, 4},
              (int64_t[]){2, 3, 4}, one, zero);
+  check_ties("global_max_pool3d", "x=2x9x2x7x7", 0, 2, 9, (int64_t[]){2, 7, 7},
+             (int64_t[]){2, 7, 7}, one, zero);
 }
 
 /* Channels-first planes shorter than a vector are reduced 16 at a time (gshort): plane counts
@@ -212,6 +214,9 @@ static void test_global_short_planes(void **state) {
       {"global_max_pool1d", "x=4x64x12", 12}, {"global_avg_pool1d", "x=4x64x12", 12},
       {"global_max_pool2d", "x=2x41x3x5", 15}, {"global_avg_pool2d", "x=2x41x3x5", 15},
       {"global_max_pool3d", "x=1x33x2x2x2", 8}, {"global_avg_pool3d", "x=1x33x2x2x2", 8},
+      /* planes of a vector or more, a vector's lanes of planes at once (gmaxv) plus the rest */
+      {"global_max_pool3d", "x=2x37x2x7x7", 98}, {"global_max_pool2d", "x=1x19x4x4", 16},
+      {"global_max_pool1d", "x=3x11x29", 29},
   };
   /* channels-last global max: whole register blocks of 4 vectors of channels plus a remainder
    * (141 = 2 blocks of 64 float32 lanes + 13; 32 = exactly one float64 block of 4x8) */
