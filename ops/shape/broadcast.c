@@ -201,7 +201,7 @@ static void bc_units(int64_t lo, int64_t hi, void *p) {
  * medians of 3 interleaved rounds); the 25.7 MB broadcast above stays below. */
 #define BC_STREAM_BYTES (SHP_LLC_BYTES / 8 * 7)
 static int bc_streams(const bc_view *v, int64_t x_n) {
-  return shp_have_avx512() && (bc_numel(v) + x_n) * (int64_t)v->es >= BC_STREAM_BYTES;
+  return shp_streams_from((double)((bc_numel(v) + x_n) * (int64_t)v->es), (double)BC_STREAM_BYTES);
 }
 
 static void bc_forward(const bc_view *v, const void *src, void *dst, int64_t x_n) {
