@@ -216,6 +216,78 @@ enum { G_SHORT = 16 }; /* short channels-first planes reduced together (gshort) 
 POOL_GLOBAL_KERNELS(float, f32)
 POOL_GLOBAL_KERNELS(double, f64)
 
+#ifdef OPF_X86
+#include <immintrin.h>
+/* 16 float32 planes of n >= 16 (gmaxv's job) in two passes, AVX-512: the maxima first, one
+ * vmaxps per vector (the running argmax of gmax_lanes cost a compare, two blends and an index
+ * add per vector) and the same transpose-reduce on values only; then each plane's argmax as
+ * the smallest index holding its maximum (a compare and a masked index minimum per vector,
+ * over the plane again, now in L1). That is gmax_run's answer: the first maximum in index
+ * order (+0 and -0 compare equal there as here). NaN: vmaxps(v, m) keeps m for a NaN v, as
+ * gmax_run ignores later NaNs; a NaN among a plane's first 16 elements (where gmax_run's lanes
+ * start) sends that plane to gmax_run. */
+__attribute__((target("avx512f"))) static void gmax16_f32_avx512(const float *x, int64_t n,
+                                                                  float *restrict y,
+                                                                  int32_t *restrict am) {
+  __m512 m[16];
+  unsigned nanp = 0;
+  for (int p = 0; p < 16; p++) {
+    const float *xp = x + p * n;
+    __m512 a0 = _mm512_loadu_ps(xp), a1 = a0, a2 = a0, a3 = a0;
+    nanp |= (unsigned)(_mm512_cmp_ps_mask(a0, a0, _CMP_UNORD_Q) != 0) << p;
+    int64_t i = 16;
+    for (; i + 64 <= n; i += 64) {
+      a0 = _mm512_max_ps(_mm512_loadu_ps(xp + i), a0);
+      a1 = _mm512_max_ps(_mm512_loadu_ps(xp + i + 16), a1);
+      a2 = _mm512_max_ps(_mm512_loadu_ps(xp + i + 32), a2);
+      a3 = _mm512_max_ps(_mm512_loadu_ps(xp + i + 48), a3);
+    }
+    for (; i + 16 <= n; i += 16) a0 = _mm512_max_ps(_mm512_loadu_ps(xp + i), a0);
+    if (i < n) a1 = _mm512_max_ps(_mm512_loadu_ps(xp + n - 16), a1);
+    m[p] = _mm512_max_ps(_mm512_max_ps(a0, a1), _mm512_max_ps(a2, a3));
+  }
+  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  for (int w = 8, cnt = 16; w >= 1; w /= 2, cnt /= 2) { /* as gmaxv: lane i of the merge of */
+    const __m512i lo = _mm512_add_epi32(                 /* groups of 2w lanes: i / w * 2w + */
+        _mm512_mullo_epi32(_mm512_srli_epi32(lane, __builtin_ctz((unsigned)w)), /* i % w   */
+                           _mm512_set1_epi32(2 * w)),
+        _mm512_and_si512(lane, _mm512_set1_epi32(w - 1)));
+    const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(w));
+    for (int q = 0; q < cnt / 2; q++)
+      m[q] = _mm512_max_ps(_mm512_permutex2var_ps(m[2 * q], lo, m[2 * q + 1]),
+                           _mm512_permutex2var_ps(m[2 * q], hi, m[2 * q + 1]));
+  }
+  float mv[16];
+  _mm512_storeu_ps(mv, m[0]);
+  for (int p = 0; p < 16; p++) {
+    const float *xp = x + p * n;
+    if (nanp >> p & 1) {
+      gmax_run_f32(xp, n, y + p, am + p);
+      continue;
+    }
+    const __m512 b = _mm512_set1_ps(mv[p]);
+    __m512i best = _mm512_set1_epi32(INT32_MAX), idx = lane;
+    const __m512i step = _mm512_set1_epi32(16);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16, idx = _mm512_add_epi32(idx, step))
+      best = _mm512_mask_min_epi32(best, _mm512_cmp_ps_mask(_mm512_loadu_ps(xp + i), b, _CMP_EQ_OQ),
+                                   best, idx);
+    if (i < n)
+      best = _mm512_mask_min_epi32(
+          best, _mm512_cmp_ps_mask(_mm512_loadu_ps(xp + n - 16), b, _CMP_EQ_OQ), best,
+          _mm512_add_epi32(lane, _mm512_set1_epi32((int32_t)(n - 16))));
+    const int32_t k = _mm512_reduce_min_epi32(best);
+    am[p] = k, y[p] = xp[k];
+  }
+}
+#define GMAX16_AVX512() __builtin_cpu_supports("avx512f")
+#else
+#define GMAX16_AVX512() 0
+static void gmax16_f32_avx512(const float *x, int64_t n, float *y, int32_t *am) {
+  gmaxv_f32(x, n, y, am);
+}
+#endif
+
 typedef struct gpool_ctx {
   opf_case *c;
   pool_geom g;
@@ -263,9 +335,11 @@ static void gpool_items(void *ctx, int64_t lo, int64_t hi, int k) {
   int64_t it = lo;
   if (!g->cl && max) { /* whole groups of a vector's lanes in planes (gmaxv) */
     const int64_t V = f32 ? LANES_f32 : LANES_f64;
+    const int v512 = f32 && GMAX16_AVX512();
     for (; S >= V && it + V <= hi; it += V) {
       const void *xp = x + (size_t)(it * S) * e;
-      if (f32) gmaxv_f32(xp, S, (float *)y + it, am + it);
+      if (v512) gmax16_f32_avx512(xp, S, (float *)y + it, am + it);
+      else if (f32) gmaxv_f32(xp, S, (float *)y + it, am + it);
       else gmaxv_f64(xp, S, (double *)y + it, am + it);
     }
   }
