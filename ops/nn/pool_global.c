@@ -280,11 +280,64 @@ __attribute__((target("avx512f"))) static void gmax16_f32_avx512(const float *x,
     am[p] = k, y[p] = xp[k];
   }
 }
+
+/* One long float32 plane (n >= G_LONG: 32x3x65536 NCW, 8x64x16x56x56 NCDHW) in one pass,
+ * AVX-512: blocks of G_LBLK elements reduced with vmaxps only (one operation per vector, so
+ * the pass runs at the memory's pace); a block whose maximum beats the running one strictly
+ * is scanned again, from L1, for the first index of that maximum. The strict comparison
+ * keeps the first maximum in index order, gmax_run's answer; later NaNs are ignored as
+ * there (vmaxps(v, m) keeps m), and a NaN among the first 16 elements sends the plane to
+ * gmax_run. */
+enum { G_LONG = 1024, G_LBLK = 2048 };
+__attribute__((target("avx512f"))) static void gmax_long_f32_avx512(const float *x, int64_t n,
+                                                                     float *y, int32_t *am) {
+  const __m512 x0 = _mm512_loadu_ps(x);
+  if (_mm512_cmp_ps_mask(x0, x0, _CMP_UNORD_Q)) {
+    gmax_run_f32(x, n, y, am);
+    return;
+  }
+  const __m512 ninf = _mm512_set1_ps(-INFINITY);
+  float best = -INFINITY;
+  int64_t bi = -1;
+  for (int64_t b0 = 0; b0 < n; b0 += G_LBLK) {
+    const int64_t len = n - b0 < G_LBLK ? n - b0 : G_LBLK;
+    const float *xb = x + b0;
+    __m512 a0 = ninf, a1 = ninf, a2 = ninf, a3 = ninf;
+    int64_t i = 0;
+    for (; i + 64 <= len; i += 64) {
+      a0 = _mm512_max_ps(_mm512_loadu_ps(xb + i), a0);
+      a1 = _mm512_max_ps(_mm512_loadu_ps(xb + i + 16), a1);
+      a2 = _mm512_max_ps(_mm512_loadu_ps(xb + i + 32), a2);
+      a3 = _mm512_max_ps(_mm512_loadu_ps(xb + i + 48), a3);
+    }
+    for (; i < len; i += 16) {
+      const __mmask16 m = len - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (len - i)) - 1);
+      a0 = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, m, xb + i), a0);
+    }
+    const float bm = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(a0, a1), _mm512_max_ps(a2, a3)));
+    if (bi >= 0 && !(bm > best)) continue;
+    const __m512 b = _mm512_set1_ps(bm);
+    for (i = 0; i < len; i += 16) {
+      const __mmask16 m = len - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (len - i)) - 1);
+      const __mmask16 eq = _mm512_mask_cmp_ps_mask(m, _mm512_loadu_ps(xb + i), b, _CMP_EQ_OQ);
+      if (eq) {
+        bi = b0 + i + __builtin_ctz((unsigned)eq);
+        break;
+      }
+    }
+    best = bm;
+  }
+  *y = x[bi], *am = (int32_t)bi;
+}
 #define GMAX16_AVX512() __builtin_cpu_supports("avx512f")
 #else
 #define GMAX16_AVX512() 0
+enum { G_LONG = 1024 };
 static void gmax16_f32_avx512(const float *x, int64_t n, float *y, int32_t *am) {
   gmaxv_f32(x, n, y, am);
+}
+static void gmax_long_f32_avx512(const float *x, int64_t n, float *y, int32_t *am) {
+  gmax_run_f32(x, n, y, am);
 }
 #endif
 
@@ -336,6 +389,11 @@ static void gpool_items(void *ctx, int64_t lo, int64_t hi, int k) {
   if (!g->cl && max) { /* whole groups of a vector's lanes in planes (gmaxv) */
     const int64_t V = f32 ? LANES_f32 : LANES_f64;
     const int v512 = f32 && GMAX16_AVX512();
+    if (v512 && S >= G_LONG) { /* long planes: one pass each */
+      for (; it < hi; it++)
+        gmax_long_f32_avx512((const float *)x + it * S, S, (float *)y + it, am + it);
+      return;
+    }
     for (; S >= V && it + V <= hi; it += V) {
       const void *xp = x + (size_t)(it * S) * e;
       if (v512) gmax16_f32_avx512(xp, S, (float *)y + it, am + it);
