@@ -237,6 +237,8 @@ static void test_global_short_planes(void **state) {
       /* planes of a vector or more, a vector's lanes of planes at once (gmaxv) plus the rest */
       {"global_max_pool3d", "x=2x37x2x7x7", 98}, {"global_max_pool2d", "x=1x19x4x4", 16},
       {"global_max_pool1d", "x=3x11x29", 29},
+      {"global_avg_pool3d", "x=2x37x2x7x7", 98}, {"global_avg_pool1d", "x=3x11x29", 29},
+      {"global_avg_pool2d", "x=1x19x4x4", 16},
       /* long planes: blocks of 2048 with a ragged last one (gmax_long) */
       {"global_max_pool1d", "x=2x3x5003", 5003}, {"global_max_pool2d", "x=1x2x64x64", 4096},
   };
