@@ -9,6 +9,9 @@
 
 #include "unary/unary_map.h"
 #include "unary/vlibm.h"
+#ifdef OPF_X86
+#include <immintrin.h>
+#endif
 
 /* ---- GELU ----
  * gelu(x) = x cdf(x), gelu'(x) = cdf(x) + x pdf(x), with the normal cdf(x) = 0.5 erfc(-z),
@@ -55,6 +58,75 @@ VM_INLINE double act_gelu_grad_d(double x) {
 #define ACT_GELU(x) _Generic((x), float: act_gelu_f, double: act_gelu_d)(x)
 #define ACT_GELU_GRAD(x) _Generic((x), float: act_gelu_grad_f, double: act_gelu_grad_d)(x)
 static inline double act_gelu_ref(double x) { return 0.5 * x * erfc(-x * M_SQRT1_2); }
+
+/* GELU forward, float32, AVX-512: the formula of act_gelu_cdf_f with the division
+ * 1 / (1 + 0.45 |z|) as a reciprocal estimate (vrcp14ps) and one Newton step, the 1/2 folded
+ * into the polynomial (exact), and exp(-z^2) scaled by 2^n with vscalefps (exact, subnormals
+ * included) instead of two multiplies by built powers of two; |z| is clamped at 11, past which
+ * exp(-z^2) underflows to 0 anyway (and the Newton step would see inf * 0). About 45 vector
+ * operations per 16 elements against 60, most of them on the two FMA pipes: x=1024x1024
+ * 400 -> 340 us, (100000,10) 386 -> 320 us at 1 thread (load 11). Same accuracy: the
+ * estimate after one step is within an ulp of the quotient (test_gelu_accuracy).
+ * y[i] = gelu(x[i] + b[i]), b NULL for none. */
+#ifdef OPF_X86
+__attribute__((target("avx512f"))) static inline __m512 act_gelu16_avx512(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  __m512 z = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps((float)M_SQRT1_2));
+  z = _mm512_min_ps(z, _mm512_set1_ps(11.0f));
+  const __m512 d = _mm512_fmadd_ps(_mm512_set1_ps(0.45f), z, one);
+  __m512 t = _mm512_rcp14_ps(d);
+  t = _mm512_mul_ps(t, _mm512_fnmadd_ps(d, t, _mm512_set1_ps(2.0f)));
+  __m512 p = _mm512_set1_ps(-0.0430253624303f * 0.5f);
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.197983647862f * 0.5f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.314170764386f * 0.5f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.15606879608f * 0.5f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.0303837571398f * 0.5f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.122723846145f * 0.5f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.174712777978f * 0.5f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.228324267269f * 0.5f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.253881184437f * 0.5f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.253885332978f * 0.5f));
+  /* exp(a), a = -z^2 in [-121, 0]: vm_expf's reduction and polynomial */
+  const __m512 a = _mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), z), z);
+  const __m512 fn = _mm512_roundscale_ps(_mm512_mul_ps(a, _mm512_set1_ps(1.44269504088896341f)),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(fn, _mm512_set1_ps(0.693359375f), a);
+  r = _mm512_fnmadd_ps(fn, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 q = _mm512_set1_ps(1.9875691500e-4f);
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.3981999507e-3f));
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(8.3334519073e-3f));
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(4.1665795894e-2f));
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.6666665459e-1f));
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(5.0000001201e-1f));
+  q = _mm512_add_ps(_mm512_fmadd_ps(q, _mm512_mul_ps(r, r), r), one);
+  const __m512 e = _mm512_scalef_ps(q, fn);
+  const __m512 h = _mm512_mul_ps(_mm512_mul_ps(e, t), p); /* erfc(|z|) / 2 */
+  const __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+  return _mm512_mul_ps(x, _mm512_mask_blend_ps(neg, _mm512_sub_ps(one, h), h));
+}
+__attribute__((target("avx512f"), unused)) static void act_gelu_f32_avx512(
+    const float *restrict x, const float *restrict b, float *restrict y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 v = _mm512_loadu_ps(x + i);
+    if (b) v = _mm512_add_ps(v, _mm512_loadu_ps(b + i));
+    _mm512_storeu_ps(y + i, act_gelu16_avx512(v));
+  }
+  if (i < n) {
+    const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+    __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    if (b) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, b + i));
+    _mm512_mask_storeu_ps(y + i, m, act_gelu16_avx512(v));
+  }
+}
+#define ACT_GELU_AVX512() __builtin_cpu_supports("avx512f")
+#else
+#define ACT_GELU_AVX512() 0
+static inline void act_gelu_f32_avx512(const float *restrict x, const float *restrict b,
+                                       float *restrict y, int64_t n) {
+  (void)x, (void)b, (void)y, (void)n;
+}
+#endif
 
 /* log1p(e) for e in [0, 1] (softplus and log_sigmoid take log1p(exp(-|x|))): 2 atanh(s) with
  * s = e / (2 + e) <= 1/3, by its odd series in s, truncated where (1/9)^k / (2k + 1) is below

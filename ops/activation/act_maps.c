@@ -53,7 +53,15 @@ AM_MAP(elu, VM_SEL(x > 0, x, p0 * ELU_EXPM1(x)), y > 0 ? dy : dy * (y + p0), elu
 UM_MAP(selu, UM_C(SELU_SCALE) * VM_SEL(x > 0, x, UM_C(SELU_ALPHA) * ELU_EXPM1(x)),
        y > 0 ? UM_C(SELU_SCALE) * dy : dy * (y + UM_C(SELU_SCALE * SELU_ALPHA)), selu_ref, 4, 3,
        UM_R_ONE, UM_PAR_MATH)
-UM_MAP(gelu, ACT_GELU(x), dy * ACT_GELU_GRAD(x), act_gelu_ref, 4, 9, UM_R_ONE, UM_PAR_MATH)
+/* gelu: the float32 forward takes the AVX-512 kernel where the CPU has it (act_common.h) */
+UM_LOOPS(gelu_vec, float, f32, ACT_GELU(x), dy * ACT_GELU_GRAD(x))
+UM_LOOPS(gelu, double, f64, ACT_GELU(x), dy * ACT_GELU_GRAD(x))
+static void gelu_fwd_f32(const float *restrict x, float *restrict y, int64_t n) {
+  if (ACT_GELU_AVX512()) act_gelu_f32_avx512(x, NULL, y, n);
+  else gelu_vec_fwd_f32(x, y, n);
+}
+#define gelu_bwd_f32 gelu_vec_bwd_f32
+UM_DIFF_HOOKS(gelu, act_gelu_ref, NULL, 4, 9, UM_R_ONE, UM_PAR_MATH)
 UM_MAP(gelu_tanh, x * GT_S(x), ({
          const __typeof__(x) s = GT_S(x);
          dy * (s + x * s * (1 - s) * UM_C(2 * GT_K) * (1 + UM_C(3 * GT_C) * x * x));

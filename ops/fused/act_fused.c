@@ -284,6 +284,9 @@ static void bg_block(void *p, int64_t o, int64_t rows, int64_t w, int64_t c0,
     if (acc)
       bg_bwd_f32(x, bias, (const float *)c->gout[0].data + o, (float *)c->gin[BG_X].data + o,
                  acc, rows, ld, w);
+    else if (ACT_GELU_AVX512())
+      for (int64_t r = 0; r < rows; r++)
+        act_gelu_f32_avx512(x + r * ld, bias, (float *)c->out[0].data + o + r * ld, w);
     else
       bg_fwd_f32(x, bias, (float *)c->out[0].data + o, rows, ld, w);
   } else {

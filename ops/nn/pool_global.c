@@ -15,15 +15,10 @@ enum { G_SHORT = 16 }; /* short channels-first planes reduced together (gshort) 
    * the rest in chunks and one last chunk shifted back to end at n (max is idempotent; the \
    * revisited elements have smaller indices, so that chunk breaks ties by index), then the \
    * lanes are combined: the larger value, on a tie the smaller index. */                    \
-  OPF_VEC static void gmax_run_##S(const T *x, int64_t n, T *y, int32_t *am) {                \
+  /* The lanes of gmax_run: per-lane max and argmax of x[0, n), n >= V, in *mo, *ao. */     \
+  __attribute__((always_inline)) static inline void gmax_lanes_##S(const T *x, int64_t n,      \
+                                                                   vf_##S *mo, vi_##S *ao) {  \
     enum { V = LANES_##S };                                                                   \
-    T best = x[0];                                                                            \
-    int64_t bi = 0;                                                                           \
-    if (n < V) {                                                                              \
-      for (int64_t i = 1; i < n; i++) pool_acc1_##S(&best, &bi, x[i], i, 0);                  \
-      *y = best, *am = (int32_t)bi;                                                           \
-      return;                                                                                 \
-    }                                                                                         \
     const vi_##S lane = LANE_IDX_##S;                                                         \
     vf_##S m[G_ACC];                                                                          \
     vi_##S a[G_ACC];                                                                          \
@@ -46,6 +41,21 @@ enum { G_SHORT = 16 }; /* short channels-first planes reduced together (gshort) 
       pool_acc_##S(&m[0], &a[0], v, lane + (int32_t)(n - V), 1);                              \
     }                                                                                         \
     for (int k = 1; k < G_ACC; k++) pool_acc_##S(&m[0], &a[0], m[k], a[k], 1);               \
+    *mo = m[0], *ao = a[0];                                                                   \
+  }                                                                                           \
+  OPF_VEC static void gmax_run_##S(const T *x, int64_t n, T *y, int32_t *am) {                \
+    enum { V = LANES_##S };                                                                   \
+    T best = x[0];                                                                            \
+    int64_t bi = 0;                                                                           \
+    if (n < V) {                                                                              \
+      for (int64_t i = 1; i < n; i++) pool_acc1_##S(&best, &bi, x[i], i, 0);                  \
+      *y = best, *am = (int32_t)bi;                                                           \
+      return;                                                                                 \
+    }                                                                                         \
+    const vi_##S lane = LANE_IDX_##S;                                                         \
+    vf_##S m[1];                                                                              \
+    vi_##S a[1];                                                                              \
+    gmax_lanes_##S(x, n, &m[0], &a[0]);                                                       \
     /* across the lanes by halving rotations (a scalar loop over the lanes cost ~700       \
      * cycles a plane: GCC unrolls it into lane extracts) */                                  \
     const vm_##S lm = LANE_IDX_##S;                                                           \
@@ -55,6 +65,73 @@ enum { G_SHORT = 16 }; /* short channels-first planes reduced together (gshort) 
       pool_acc_##S(&m[0], &a[0], m2, a2, 1);                                                  \
     }                                                                                         \
     *y = m[0][0], *am = a[0][0];                                                              \
+  }                                                                                           \
+  /* V planes of n >= V elements (8x2048x4x7x7: 16384 planes of 196) at once: each plane's  \
+   * lanes as in gmax_run, then the V lane sets are reduced together, a transpose-reduce:   \
+   * each step merges two vectors (halves of each plane's lane group from both, one        \
+   * two-source shuffle each) into one holding twice the planes at half the lanes, so V    \
+   * planes cost V-1 merges instead of V*log2(V) rotations; the last vector holds plane p's \
+   * max and argmax in lane p. Ties keep the smaller index, as gmax_run. */                 \
+  OPF_VEC static void gmaxv_##S(const T *x, int64_t n, T *restrict y, int32_t *restrict am) { \
+    enum { V = LANES_##S };                                                                   \
+    vf_##S m[V];                                                                              \
+    vi_##S a[V];                                                                              \
+    for (int p = 0; p < V; p++) gmax_lanes_##S(x + p * n, n, &m[p], &a[p]);                   \
+    const vm_##S lm = LANE_IDX_##S;                                                           \
+    const vi_##S li = LANE_IDX_##S;                                                           \
+    for (int w = V / 2, cnt = V; w >= 1; w /= 2, cnt /= 2) {                                  \
+      /* result lane i: lane i % w of the lower (lo) or upper (hi) half of plane group i / w \
+       * of the two sources concatenated (groups of 2w lanes, the first source's first) */    \
+      const vm_##S lom = lm / w * 2 * w + lm % w;                                             \
+      const vi_##S loi = li / w * 2 * w + li % w;                                             \
+      for (int q = 0; q < cnt / 2; q++) {                                                     \
+        vf_##S lo = __builtin_shuffle(m[2 * q], m[2 * q + 1], lom);                           \
+        vf_##S hi = __builtin_shuffle(m[2 * q], m[2 * q + 1], lom + w);                       \
+        vi_##S alo = __builtin_shuffle(a[2 * q], a[2 * q + 1], loi);                          \
+        vi_##S ahi = __builtin_shuffle(a[2 * q], a[2 * q + 1], loi + w);                      \
+        pool_acc_##S(&lo, &alo, hi, ahi, 1);                                                  \
+        m[q] = lo, a[q] = alo;                                                                \
+      }                                                                                       \
+    }                                                                                         \
+    memcpy(y, &m[0], sizeof m[0]);                                                            \
+    memcpy(am, &a[0], sizeof a[0]);                                                           \
+  }                                                                                           \
+  /* Sums of V planes of n >= V elements (8x2048x4x7x7 average), times scale: each plane in \
+   * G_ACC vector accumulators with its last n % V elements added to lane 0, then the V     \
+   * vectors reduced together as in gmaxv (the 16 scalar lane adds per plane of gsum_run    \
+   * were a third of the time at 196 elements). */                                         \
+  OPF_VEC static void gsumv_##S(const T *x, int64_t n, T *restrict y, T scale) {             \
+    enum { V = LANES_##S };                                                                   \
+    vf_##S m[V];                                                                              \
+    for (int p = 0; p < V; p++) {                                                             \
+      const T *xp = x + p * n;                                                                \
+      vf_##S acc[G_ACC] = {{0}};                                                              \
+      int64_t i = 0;                                                                          \
+      for (; i + G_ACC * V <= n; i += G_ACC * V)                                              \
+        for (int k = 0; k < G_ACC; k++) {                                                     \
+          vf_##S v;                                                                           \
+          memcpy(&v, xp + i + k * V, sizeof v);                                               \
+          acc[k] += v;                                                                        \
+        }                                                                                     \
+      for (; i + V <= n; i += V) {                                                            \
+        vf_##S v;                                                                             \
+        memcpy(&v, xp + i, sizeof v);                                                         \
+        acc[1] += v;                                                                          \
+      }                                                                                       \
+      T tail = 0;                                                                             \
+      for (; i < n; i++) tail += xp[i];                                                       \
+      acc[2][0] += tail;                                                                      \
+      m[p] = (acc[0] + acc[1]) + (acc[2] + acc[3]);                                           \
+    }                                                                                         \
+    const vm_##S lm = LANE_IDX_##S;                                                           \
+    for (int w = V / 2, cnt = V; w >= 1; w /= 2, cnt /= 2) {                                  \
+      const vm_##S lom = lm / w * 2 * w + lm % w;                                             \
+      for (int q = 0; q < cnt / 2; q++)                                                       \
+        m[q] = __builtin_shuffle(m[2 * q], m[2 * q + 1], lom) +                               \
+               __builtin_shuffle(m[2 * q], m[2 * q + 1], lom + w);                            \
+    }                                                                                         \
+    m[0] *= scale;                                                                            \
+    memcpy(y, &m[0], sizeof m[0]);                                                            \
   }                                                                                           \
   /* Sum of x[0, n) in G_ACC vector accumulators (the order differs from a serial sum only  \
    * by rounding). */                                                                         \
@@ -176,6 +253,131 @@ enum { G_SHORT = 16 }; /* short channels-first planes reduced together (gshort) 
 POOL_GLOBAL_KERNELS(float, f32)
 POOL_GLOBAL_KERNELS(double, f64)
 
+#ifdef OPF_X86
+#include <immintrin.h>
+/* 16 float32 planes of n >= 16 (gmaxv's job) in two passes, AVX-512: the maxima first, one
+ * vmaxps per vector (the running argmax of gmax_lanes cost a compare, two blends and an index
+ * add per vector) and the same transpose-reduce on values only; then each plane's argmax as
+ * the smallest index holding its maximum (a compare and a masked index minimum per vector,
+ * over the plane again, now in L1). That is gmax_run's answer: the first maximum in index
+ * order (+0 and -0 compare equal there as here). NaN: vmaxps(v, m) keeps m for a NaN v, as
+ * gmax_run ignores later NaNs; a NaN among a plane's first 16 elements (where gmax_run's lanes
+ * start) sends that plane to gmax_run. */
+__attribute__((target("avx512f"))) static void gmax16_f32_avx512(const float *x, int64_t n,
+                                                                  float *restrict y,
+                                                                  int32_t *restrict am) {
+  __m512 m[16];
+  unsigned nanp = 0;
+  for (int p = 0; p < 16; p++) {
+    const float *xp = x + p * n;
+    __m512 a0 = _mm512_loadu_ps(xp), a1 = a0, a2 = a0, a3 = a0;
+    nanp |= (unsigned)(_mm512_cmp_ps_mask(a0, a0, _CMP_UNORD_Q) != 0) << p;
+    int64_t i = 16;
+    for (; i + 64 <= n; i += 64) {
+      a0 = _mm512_max_ps(_mm512_loadu_ps(xp + i), a0);
+      a1 = _mm512_max_ps(_mm512_loadu_ps(xp + i + 16), a1);
+      a2 = _mm512_max_ps(_mm512_loadu_ps(xp + i + 32), a2);
+      a3 = _mm512_max_ps(_mm512_loadu_ps(xp + i + 48), a3);
+    }
+    for (; i + 16 <= n; i += 16) a0 = _mm512_max_ps(_mm512_loadu_ps(xp + i), a0);
+    if (i < n) a1 = _mm512_max_ps(_mm512_loadu_ps(xp + n - 16), a1);
+    m[p] = _mm512_max_ps(_mm512_max_ps(a0, a1), _mm512_max_ps(a2, a3));
+  }
+  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  for (int w = 8, cnt = 16; w >= 1; w /= 2, cnt /= 2) { /* as gmaxv: lane i of the merge of */
+    const __m512i lo = _mm512_add_epi32(                 /* groups of 2w lanes: i / w * 2w + */
+        _mm512_mullo_epi32(_mm512_srli_epi32(lane, __builtin_ctz((unsigned)w)), /* i % w   */
+                           _mm512_set1_epi32(2 * w)),
+        _mm512_and_si512(lane, _mm512_set1_epi32(w - 1)));
+    const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(w));
+    for (int q = 0; q < cnt / 2; q++)
+      m[q] = _mm512_max_ps(_mm512_permutex2var_ps(m[2 * q], lo, m[2 * q + 1]),
+                           _mm512_permutex2var_ps(m[2 * q], hi, m[2 * q + 1]));
+  }
+  float mv[16];
+  _mm512_storeu_ps(mv, m[0]);
+  for (int p = 0; p < 16; p++) {
+    const float *xp = x + p * n;
+    if (nanp >> p & 1) {
+      gmax_run_f32(xp, n, y + p, am + p);
+      continue;
+    }
+    const __m512 b = _mm512_set1_ps(mv[p]);
+    __m512i best = _mm512_set1_epi32(INT32_MAX), idx = lane;
+    const __m512i step = _mm512_set1_epi32(16);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16, idx = _mm512_add_epi32(idx, step))
+      best = _mm512_mask_min_epi32(best, _mm512_cmp_ps_mask(_mm512_loadu_ps(xp + i), b, _CMP_EQ_OQ),
+                                   best, idx);
+    if (i < n)
+      best = _mm512_mask_min_epi32(
+          best, _mm512_cmp_ps_mask(_mm512_loadu_ps(xp + n - 16), b, _CMP_EQ_OQ), best,
+          _mm512_add_epi32(lane, _mm512_set1_epi32((int32_t)(n - 16))));
+    const int32_t k = _mm512_reduce_min_epi32(best);
+    am[p] = k, y[p] = xp[k];
+  }
+}
+
+/* One long float32 plane (n >= G_LONG: 32x3x65536 NCW, 8x64x16x56x56 NCDHW) in one pass,
+ * AVX-512: blocks of G_LBLK elements reduced with vmaxps only (one operation per vector, so
+ * the pass runs at the memory's pace); a block whose maximum beats the running one strictly
+ * is scanned again, from L1, for the first index of that maximum. The strict comparison
+ * keeps the first maximum in index order, gmax_run's answer; later NaNs are ignored as
+ * there (vmaxps(v, m) keeps m), and a NaN among the first 16 elements sends the plane to
+ * gmax_run. */
+enum { G_LONG = 1024, G_LBLK = 2048 };
+__attribute__((target("avx512f"))) static void gmax_long_f32_avx512(const float *x, int64_t n,
+                                                                     float *y, int32_t *am) {
+  const __m512 x0 = _mm512_loadu_ps(x);
+  if (_mm512_cmp_ps_mask(x0, x0, _CMP_UNORD_Q)) {
+    gmax_run_f32(x, n, y, am);
+    return;
+  }
+  const __m512 ninf = _mm512_set1_ps(-INFINITY);
+  float best = -INFINITY;
+  int64_t bi = -1;
+  for (int64_t b0 = 0; b0 < n; b0 += G_LBLK) {
+    const int64_t len = n - b0 < G_LBLK ? n - b0 : G_LBLK;
+    const float *xb = x + b0;
+    __m512 a0 = ninf, a1 = ninf, a2 = ninf, a3 = ninf;
+    int64_t i = 0;
+    for (; i + 64 <= len; i += 64) {
+      a0 = _mm512_max_ps(_mm512_loadu_ps(xb + i), a0);
+      a1 = _mm512_max_ps(_mm512_loadu_ps(xb + i + 16), a1);
+      a2 = _mm512_max_ps(_mm512_loadu_ps(xb + i + 32), a2);
+      a3 = _mm512_max_ps(_mm512_loadu_ps(xb + i + 48), a3);
+    }
+    for (; i < len; i += 16) {
+      const __mmask16 m = len - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (len - i)) - 1);
+      a0 = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, m, xb + i), a0);
+    }
+    const float bm = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(a0, a1), _mm512_max_ps(a2, a3)));
+    if (bi >= 0 && !(bm > best)) continue;
+    const __m512 b = _mm512_set1_ps(bm);
+    for (i = 0; i < len; i += 16) {
+      const __mmask16 m = len - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (len - i)) - 1);
+      const __mmask16 eq = _mm512_mask_cmp_ps_mask(m, _mm512_loadu_ps(xb + i), b, _CMP_EQ_OQ);
+      if (eq) {
+        bi = b0 + i + __builtin_ctz((unsigned)eq);
+        break;
+      }
+    }
+    best = bm;
+  }
+  *y = x[bi], *am = (int32_t)bi;
+}
+#define GMAX16_AVX512() __builtin_cpu_supports("avx512f")
+#else
+#define GMAX16_AVX512() 0
+enum { G_LONG = 1024 };
+static void gmax16_f32_avx512(const float *x, int64_t n, float *y, int32_t *am) {
+  gmaxv_f32(x, n, y, am);
+}
+static void gmax_long_f32_avx512(const float *x, int64_t n, float *y, int32_t *am) {
+  gmax_run_f32(x, n, y, am);
+}
+#endif
+
 typedef struct gpool_ctx {
   opf_case *c;
   pool_geom g;
@@ -220,7 +422,31 @@ static void gpool_items(void *ctx, int64_t lo, int64_t hi, int k) {
     else gshort_f64((const void *)xp, S, hi - lo, (double *)y + lo, max ? am + lo : NULL, sc);
     return;
   }
-  for (int64_t it = lo; it < hi; it++) {
+  int64_t it = lo;
+  if (!g->cl && !max && S < G_LONG) { /* whole groups of a vector's lanes in planes (gsumv) */
+    const int64_t V = f32 ? LANES_f32 : LANES_f64;
+    for (; S >= V && it + V <= hi; it += V) {
+      const void *xp = x + (size_t)(it * S) * e;
+      if (f32) gsumv_f32(xp, S, (float *)y + it, (float)sc);
+      else gsumv_f64(xp, S, (double *)y + it, sc);
+    }
+  }
+  if (!g->cl && max) { /* whole groups of a vector's lanes in planes (gmaxv) */
+    const int64_t V = f32 ? LANES_f32 : LANES_f64;
+    const int v512 = f32 && GMAX16_AVX512();
+    if (v512 && S >= G_LONG) { /* long planes: one pass each */
+      for (; it < hi; it++)
+        gmax_long_f32_avx512((const float *)x + it * S, S, (float *)y + it, am + it);
+      return;
+    }
+    for (; S >= V && it + V <= hi; it += V) {
+      const void *xp = x + (size_t)(it * S) * e;
+      if (v512) gmax16_f32_avx512(xp, S, (float *)y + it, am + it);
+      else if (f32) gmaxv_f32(xp, S, (float *)y + it, am + it);
+      else gmaxv_f64(xp, S, (double *)y + it, am + it);
+    }
+  }
+  for (; it < hi; it++) {
     if (g->cl) { /* image n, channel block b */
       int64_t n = it / t->cblk, b = it % t->cblk;
       int64_t c0 = b * G_CBLK, c1 = c0 + G_CBLK < C ? c0 + G_CBLK : C;

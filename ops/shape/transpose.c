@@ -240,14 +240,23 @@ __attribute__((target("avx2"))) static void tr_block_avx2(const void *vin, int64
  * i | i+4 and 8+i | 12+i so the last shuffle lands in order) -> 8 output rows of 16 (one full
  * cache line each). Writing whole lines, and only eight per block, is what keeps the stores
  * fast: at 1008x1008 this runs at ~100 GB/s in L3 against ~75 for a 16x16 block. */
-TR_AVX512 void tr16x8_4(const uint32_t *in, int64_t lda, uint32_t *out, int64_t ldb) {
+/* Input row i of a block: in + i*lda, or in + off[i] for gathered rows (tr_gather); always
+ * inlined with off a literal NULL on the direct path, so the choice folds away. Stores: nt
+ * streams the whole-line rows (aligned destinations only). */
+#define TR_ROW(in, i) ((in) + (off ? off[i] : (i) * lda))
+TR_AVX512 void tr_st512(void *p, __m512i v, int nt) {
+  if (nt) _mm512_stream_si512(p, v);
+  else _mm512_storeu_si512(p, v);
+}
+TR_AVX512 void tr16x8_4(const uint32_t *in, int64_t lda, const int64_t *off, uint32_t *out,
+                        int64_t ldb, int nt) {
   __m512i z[8], t[8];
   for (int i = 0; i < 4; i++) {
-    z[i] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const void *)(in + i * lda))),
-                              _mm256_loadu_si256((const void *)(in + (i + 4) * lda)), 1);
+    z[i] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const void *)TR_ROW(in, i))),
+                              _mm256_loadu_si256((const void *)TR_ROW(in, i + 4)), 1);
     z[4 + i] = _mm512_inserti64x4(
-        _mm512_castsi256_si512(_mm256_loadu_si256((const void *)(in + (8 + i) * lda))),
-        _mm256_loadu_si256((const void *)(in + (12 + i) * lda)), 1);
+        _mm512_castsi256_si512(_mm256_loadu_si256((const void *)TR_ROW(in, 8 + i))),
+        _mm256_loadu_si256((const void *)TR_ROW(in, 12 + i)), 1);
   }
   for (int i = 0; i < 8; i += 2) { /* 32-bit interleave of row pairs, per 128-bit lane */
     t[i] = _mm512_unpacklo_epi32(z[i], z[i + 1]);
@@ -260,15 +269,16 @@ TR_AVX512 void tr16x8_4(const uint32_t *in, int64_t lda, uint32_t *out, int64_t 
     z[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
   }
   for (int k = 0; k < 4; k++) {
-    _mm512_storeu_si512(out + k * ldb, _mm512_shuffle_i32x4(z[k], z[4 + k], 0x88));
-    _mm512_storeu_si512(out + (k + 4) * ldb, _mm512_shuffle_i32x4(z[k], z[4 + k], 0xDD));
+    tr_st512(out + k * ldb, _mm512_shuffle_i32x4(z[k], z[4 + k], 0x88), nt);
+    tr_st512(out + (k + 4) * ldb, _mm512_shuffle_i32x4(z[k], z[4 + k], 0xDD), nt);
   }
 }
 
 /* AVX-512, 8-byte words: 8x8, one full line per row in and out. */
-TR_AVX512 void tr8x8_8(const uint64_t *in, int64_t lda, uint64_t *out, int64_t ldb) {
+TR_AVX512 void tr8x8_8(const uint64_t *in, int64_t lda, const int64_t *off, uint64_t *out,
+                       int64_t ldb, int nt) {
   __m512i r[8], t[8];
-  for (int i = 0; i < 8; i++) r[i] = _mm512_loadu_si512(in + i * lda);
+  for (int i = 0; i < 8; i++) r[i] = _mm512_loadu_si512(TR_ROW(in, i));
   for (int i = 0; i < 8; i += 2) { /* t[2p+k] lane L = column 2L+k of rows 2p, 2p+1 */
     t[i] = _mm512_unpacklo_epi64(r[i], r[i + 1]);
     t[i + 1] = _mm512_unpackhi_epi64(r[i], r[i + 1]);
@@ -280,10 +290,10 @@ TR_AVX512 void tr8x8_8(const uint64_t *in, int64_t lda, uint64_t *out, int64_t l
     r[6 + k] = _mm512_shuffle_i64x2(t[4 + k], t[6 + k], 0xDD);
   }
   for (int k = 0; k < 2; k++) {
-    _mm512_storeu_si512(out + k * ldb, _mm512_shuffle_i64x2(r[k], r[4 + k], 0x88));
-    _mm512_storeu_si512(out + (4 + k) * ldb, _mm512_shuffle_i64x2(r[k], r[4 + k], 0xDD));
-    _mm512_storeu_si512(out + (2 + k) * ldb, _mm512_shuffle_i64x2(r[2 + k], r[6 + k], 0x88));
-    _mm512_storeu_si512(out + (6 + k) * ldb, _mm512_shuffle_i64x2(r[2 + k], r[6 + k], 0xDD));
+    tr_st512(out + k * ldb, _mm512_shuffle_i64x2(r[k], r[4 + k], 0x88), nt);
+    tr_st512(out + (4 + k) * ldb, _mm512_shuffle_i64x2(r[k], r[4 + k], 0xDD), nt);
+    tr_st512(out + (2 + k) * ldb, _mm512_shuffle_i64x2(r[2 + k], r[6 + k], 0x88), nt);
+    tr_st512(out + (6 + k) * ldb, _mm512_shuffle_i64x2(r[2 + k], r[6 + k], 0xDD), nt);
   }
 }
 
@@ -294,9 +304,9 @@ __attribute__((target("avx512f"))) static void tr_block_avx512(const void *vin, 
   for (int64_t r = 0; r < rw; r += h)
     for (int64_t c = 0; c < cw; c += 8) {
       if (es == 4)
-        tr16x8_4((const uint32_t *)vin + r * lda + c, lda, (uint32_t *)vout + c * ldb + r, ldb);
+        tr16x8_4((const uint32_t *)vin + r * lda + c, lda, NULL, (uint32_t *)vout + c * ldb + r, ldb, 0);
       else
-        tr8x8_8((const uint64_t *)vin + r * lda + c, lda, (uint64_t *)vout + c * ldb + r, ldb);
+        tr8x8_8((const uint64_t *)vin + r * lda + c, lda, NULL, (uint64_t *)vout + c * ldb + r, ldb, 0);
     }
   const char *in = vin;
   char *out = vout;
@@ -333,6 +343,58 @@ typedef void (*tr_block_fn)(const void *in, int64_t lda, void *out, int64_t ldb,
                             int64_t C, size_t es);
 
 static tr_block_fn tr_block_pick(void) { return tr_block_vec; }
+#endif
+
+/* ---- gathered rows ----
+ * Output rows shorter than a register block (R < 16: swapaxes of (32,3,256,256) on axes 1
+ * and 3 puts the 3 channels innermost) whose next output axis continues them contiguously
+ * (that batch axis has output stride R) form one transpose of R*G rows, row j = (g, r) read
+ * at r*lda + g*gin: 16 such rows fill a whole output line, where the 3-row blocks went
+ * through the scalar edge loop (9.2 ms at 1 thread). off[i] is input row i's offset. */
+typedef void (*tr_gblock_fn)(const void *in, const int64_t *off, void *out, int64_t ldb,
+                             int64_t R, int64_t C, size_t es, int nt);
+
+static void tr_gplain(const void *vin, const int64_t *off, void *vout, int64_t ldb, int64_t R,
+                      int64_t C, size_t es, int nt) {
+  (void)nt;
+  for (int64_t r = 0; r < R; r++) {
+    if (es == 4) {
+      const uint32_t *in = (const uint32_t *)vin + off[r];
+      uint32_t *out = (uint32_t *)vout + r;
+      for (int64_t c = 0; c < C; c++) out[c * ldb] = in[c];
+    } else {
+      const uint64_t *in = (const uint64_t *)vin + off[r];
+      uint64_t *out = (uint64_t *)vout + r;
+      for (int64_t c = 0; c < C; c++) out[c * ldb] = in[c];
+    }
+  }
+}
+
+#ifdef OPF_X86
+/* Register blocks over gathered rows; nt: stream the output lines (the caller checks that
+ * out and ldb keep them aligned). */
+__attribute__((target("avx512f"))) static void tr_gblock_avx512(const void *vin,
+                                                                 const int64_t *off, void *vout,
+                                                                 int64_t ldb, int64_t R,
+                                                                 int64_t C, size_t es, int nt) {
+  const int64_t h = es == 4 ? 16 : 8, rw = R / h * h, cw = C / 8 * 8;
+  for (int64_t r = 0; r < rw; r += h)
+    for (int64_t c = 0; c < cw; c += 8) {
+      if (es == 4)
+        tr16x8_4((const uint32_t *)vin + c, 0, off + r, (uint32_t *)vout + c * ldb + r, ldb, nt);
+      else
+        tr8x8_8((const uint64_t *)vin + c, 0, off + r, (uint64_t *)vout + c * ldb + r, ldb, nt);
+    }
+  char *out = vout;
+  tr_gplain(vin, off + rw, out + (size_t)rw * es, ldb, R - rw, C, es, 0);
+  tr_gplain((const char *)vin + (size_t)cw * es, off, out + (size_t)(cw * ldb) * es, ldb, rw,
+            C - cw, es, 0);
+}
+static tr_gblock_fn tr_gblock_pick(void) {
+  return __builtin_cpu_supports("avx512f") ? tr_gblock_avx512 : tr_gplain;
+}
+#else
+static tr_gblock_fn tr_gblock_pick(void) { return tr_gplain; }
 #endif
 
 /* Copy n runs of `bytes` (a multiple of 4) from src (ls apart) to dst (ld apart). The buffered
@@ -411,6 +473,10 @@ typedef struct {
   tr_block_fn block;
   tr_copy_fn copy;
   int pf; /* prefetch the next tile's input rows */
+  /* gathered rows (tr_gblock): the plan's R is R0 * G, row j at (j % R0)*lda + (j / R0)*gin */
+  tr_gblock_fn gblock; /* NULL: not gathering */
+  int64_t R0, gin;
+  int nt; /* gathering: stream the output lines */
 } tr_ctx;
 
 /* Element offsets of batch entry b in the input and the output. */
@@ -439,8 +505,15 @@ static void tr_units(int64_t lo, int64_t hi, void *p) {
     int64_t r0 = (t % x->tr) * x->tiler, c0 = (t / x->tr) * x->tilec;
     int64_t R = pl->R - r0 < x->tiler ? pl->R - r0 : x->tiler;
     int64_t C = pl->C - c0 < x->tilec ? pl->C - c0 : x->tilec;
-    const char *src = x->in + (size_t)(io + r0 * pl->lda + c0) * es;
     char *dst = x->out + (size_t)(oo + c0 * pl->ldb + r0) * es;
+    if (x->gblock) {
+      int64_t off[TR_TILE];
+      for (int64_t i = 0; i < R; i++) off[i] = (r0 + i) % x->R0 * pl->lda + (r0 + i) / x->R0 * x->gin;
+      x->gblock(x->in + (size_t)(io + c0) * es, off, dst, pl->ldb, R, C, es,
+                x->nt && !((uintptr_t)dst & 63));
+      continue;
+    }
+    const char *src = x->in + (size_t)(io + r0 * pl->lda + c0) * es;
     /* The next tile's rows, one line-run per row: tiles read short runs from rows far apart,
      * which the hardware prefetcher does not follow (8192x8192 float32: 12 -> ? GB/s). */
     if (x->pf && u + 1 < hi && (t + 1) % x->tr) {
@@ -458,7 +531,7 @@ static void tr_units(int64_t lo, int64_t hi, void *p) {
     x->block(src, pl->lda, buf, ld, R, C, es);
     x->copy(dst, pl->ldb * (int64_t)es, buf, ld * (int64_t)es, C, (size_t)R * es);
   }
-  if (x->copy == tr_copy_stream) shp_sfence();
+  if (x->copy == tr_copy_stream || x->nt) shp_sfence();
 }
 
 /* Units [lo, hi) when each batch entry is one small transpose (the 2 x 56 strips of a
@@ -493,6 +566,22 @@ static void tr_batch_units(int64_t lo, int64_t hi, void *p) {
   }
 }
 
+/* Gathered rows (see tr_gblock): take the batch axis with output stride R out of the batch
+ * into the rows. Returns 0 when there is none. */
+static int tr_gather(tr_plan *pl, tr_ctx *x) {
+  for (int k = 0; k < pl->nb; k++) {
+    if (pl->bout[k] != pl->R) continue;
+    x->gblock = tr_gblock_pick();
+    x->R0 = pl->R, x->gin = pl->bin[k];
+    pl->R *= pl->bn[k], pl->nbatch /= pl->bn[k];
+    for (int i = k; i < pl->nb - 1; i++)
+      pl->bn[i] = pl->bn[i + 1], pl->bin[i] = pl->bin[i + 1], pl->bout[i] = pl->bout[i + 1];
+    pl->nb--;
+    return 1;
+  }
+  return 0;
+}
+
 /* Permute src (ndim, shape) into dst: out axis k = input axis perm[k]. scratch holds
  * scratch_threads slices of tr_buf_bytes() (or is NULL). */
 static void tr_run(const void *src, void *dst, int ndim, const int64_t *shape, const int *perm,
@@ -503,11 +592,19 @@ static void tr_run(const void *src, void *dst, int ndim, const int64_t *shape, c
   if (n == 0) return;
   int par = n >= OPF_PAR_MIN && omp_get_max_threads() > 1;
   tr_ctx x = {&pl, src, dst, TR_TILE, TR_TILE, 0, 0, NULL, tr_block_pick(),
-              TR_COPY_PICK(), 0};
+              TR_COPY_PICK(), 0, NULL, 0, 0, 0};
   /* The buffered path needs a scratch slice for every thread that may run. Thin strips write
    * at most 7 rows at a time, which L1 holds whatever their stride: they skip it (the 28 x 2
    * strips of a space_to_depth ran 4x slower through the buffer). */
   const int thin = tr_thin(pl.lda, pl.ldb, pl.R, pl.C);
+  if (!thin && !pl.rows && pl.R < 16 && tr_gather(&pl, &x)) {
+    /* whole lines: streamed past the LLC when they stay aligned (x.nt) */
+    x.nt = shp_streams(2.0 * (double)n * (double)es) && (pl.ldb * (int64_t)es) % 64 == 0;
+    int64_t units = pl.nbatch * (x.tr = (pl.R + TR_TILE - 1) / TR_TILE) *
+                    (x.tc = (pl.C + TR_TILE - 1) / TR_TILE);
+    opf_parallel_range(units, par ? 2 : units + 1, tr_units, &x);
+    return;
+  }
   if (!thin && tr_aliased(&pl) && scratch && scratch_threads >= (par ? omp_get_max_threads() : 1)) {
     x.scratch = scratch;
     x.tiler = TR_BUF_ROWS, x.tilec = TR_BUF_COLS_BYTES / (int64_t)es;

@@ -199,6 +199,28 @@ static void test_max_ties(void **state) {
              one, zero);
   check_ties("global_max_pool3d", "x=1x2x3x4x20 layout=NDHWC", 1, 1, 20, (int64_t[]){2, 3, 4},
              (int64_t[]){2, 3, 4}, one, zero);
+  check_ties("global_max_pool3d", "x=2x9x2x7x7", 0, 2, 9, (int64_t[]){2, 7, 7},
+             (int64_t[]){2, 7, 7}, one, zero);
+}
+
+/* Long float32 planes (one pass in blocks, gmax_long): ties go to the first maximum, across
+ * blocks too (plane 0 constant, plane 1 with its maximum at 3000 and again at 4500, in two
+ * different blocks, and a NaN past the first block that is ignored). */
+static void test_global_long_ties(void **state) {
+  (void)state;
+  opf_case c;
+  ts_case_ready(&c, ts_op("global_max_pool1d"), OPF_F32, "x=1x2x5000", 1, 5);
+  float *x = c.in[0].data;
+  for (int i = 0; i < 10000; i++) x[i] = 0.5f;
+  x[5000 + 3000] = 2.0f, x[5000 + 4500] = 2.0f, x[5000 + 2100] = NAN;
+  for (int i = 0; i < 2; i++) ts_set(&c.gout[0], i, 1.0);
+  assert_int_equal(c.op->forward(&c), OPF_OK);
+  assert_int_equal(c.op->backward(&c), OPF_OK);
+  assert_float_equal(ts_get(&c.out[0], 0), 0.5, 0);
+  assert_float_equal(ts_get(&c.out[0], 1), 2.0, 0);
+  for (int i = 0; i < 10000; i++)
+    assert_float_equal(ts_get(&c.gin[0], i), i == 0 || i == 8000 ? 1.0 : 0.0, 0);
+  opf_case_release(&c);
 }
 
 /* Channels-first planes shorter than a vector are reduced 16 at a time (gshort): plane counts
@@ -212,6 +234,13 @@ static void test_global_short_planes(void **state) {
       {"global_max_pool1d", "x=4x64x12", 12}, {"global_avg_pool1d", "x=4x64x12", 12},
       {"global_max_pool2d", "x=2x41x3x5", 15}, {"global_avg_pool2d", "x=2x41x3x5", 15},
       {"global_max_pool3d", "x=1x33x2x2x2", 8}, {"global_avg_pool3d", "x=1x33x2x2x2", 8},
+      /* planes of a vector or more, a vector's lanes of planes at once (gmaxv) plus the rest */
+      {"global_max_pool3d", "x=2x37x2x7x7", 98}, {"global_max_pool2d", "x=1x19x4x4", 16},
+      {"global_max_pool1d", "x=3x11x29", 29},
+      {"global_avg_pool3d", "x=2x37x2x7x7", 98}, {"global_avg_pool1d", "x=3x11x29", 29},
+      {"global_avg_pool2d", "x=1x19x4x4", 16},
+      /* long planes: blocks of 2048 with a ragged last one (gmax_long) */
+      {"global_max_pool1d", "x=2x3x5003", 5003}, {"global_max_pool2d", "x=1x2x64x64", 4096},
   };
   /* channels-last global max: whole register blocks of 4 vectors of channels plus a remainder
    * (141 = 2 blocks of 64 float32 lanes + 13; 32 = exactly one float64 block of 4x8) */
@@ -336,6 +365,7 @@ int main(void) {
       cmocka_unit_test(test_golden_window), cmocka_unit_test(test_golden_global),
       cmocka_unit_test(test_shapes),        cmocka_unit_test(test_errors),
       cmocka_unit_test(test_max_ties),      cmocka_unit_test(test_global_short_planes),
+      cmocka_unit_test(test_global_long_ties),
       cmocka_unit_test(test_pool1d_merged_rows),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -289,6 +289,10 @@ static void test_kernel_paths(void **state) {
       {"diag", "x=301x517 k=7"},
       {"reshape", "x=301x517 shape=-1"},
       {"swapaxes", "x=5x67x3x45 axis1=1 axis2=3"},
+      /* gathered rows (3 or 5 channels innermost): full 16-row blocks and ragged edges */
+      {"swapaxes", "x=3x3x64x200 axis1=1 axis2=3"},
+      {"swapaxes", "x=2x5x37x45 axis1=1 axis2=-1"},
+      {"swapaxes", "x=3x7x11x13x2 axis1=1 axis2=3"},
       {"depth_to_space", "x=2x16x61x67 block=4 mode=crd"},
       {"space_to_depth", "x=4x64x66x80"},
       {"concat", "a=301x517 b=301x517 c=301x3 axis=1"},
@@ -367,9 +371,14 @@ static void test_streaming_outputs(void **state) {
       {"pad", "x=2100x2100 pad_width=1,2,3,4"},
       {"concat", "a=2100x1050 b=2100x1050 axis=1"},
       {"split", "x=2100x2100 sections=2 axis=1"},
+      /* gathered-row transpose with streamed whole lines */
+      {"swapaxes", "x=6x3x640x720 axis1=1 axis2=3"},
   };
   int saved = omp_get_max_threads();
-  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) check_paths(big[i][0], big[i][1], 2, OPF_F32);
+  /* one thread streams from the LLC's size, two from 5/4 of it (shp_streams_from): the
+   * 2100x2100 cases (35 MB moved) stream on one thread only */
+  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
+    for (int nt = 1; nt <= 2; nt++) check_paths(big[i][0], big[i][1], nt, OPF_F32);
   omp_set_num_threads(saved);
   opf_case c;
   ts_case_ready(&c, ts_op("tile"), OPF_I64, "x=1031x1029 reps=4,2", 0, 37);
