@@ -16,27 +16,44 @@
 #define SRT_SMALL 48
 
 /* ---- keys: unsigned integers ordered like the values (NaN after +inf, as NumPy sorts) ----
- * 4-byte dtypes give uint32 keys, 8-byte ones uint64; desc complements them. srt_keys maps
- * every NaN (either sign, any payload) to the largest key first: NaNs sort last, and come
- * back as the NaN 0x7fffffff (0x7fff...f for float64). */
+ * 4-byte dtypes give uint32 keys, 8-byte ones uint64; desc complements them. A float's key is
+ * the sign bit plus its signed magnitude (-|x| for negatives), so -0.0 and +0.0 get the same
+ * key: they are equal values (as NumPy and torch compare them), and a stable sort keeps them
+ * in index order (callers that give values back take a zero's sign from the input; a key
+ * comes back as +0.0). srt_keys maps every NaN (either sign, any payload) to the largest key
+ * first: NaNs sort last, and come back as the NaN 0x7fffffff (0x7fff...f for float64). */
+static inline uint32_t srt_fkey32(uint32_t w) { /* w: a float's bits, not a negative NaN */
+  const uint32_t m = (uint32_t)((int32_t)w >> 31), mag = w & 0x7fffffffu;
+  return 0x80000000u + ((mag ^ m) - m);
+}
+static inline uint32_t srt_funkey32(uint32_t k) {
+  const uint32_t t = k - 0x80000000u, m = (uint32_t)((int32_t)t >> 31);
+  return ((t ^ m) - m) | (m & 0x80000000u);
+}
+static inline uint64_t srt_fkey64(uint64_t w) {
+  const uint64_t m = (uint64_t)((int64_t)w >> 63), mag = w & 0x7fffffffffffffffull;
+  return 0x8000000000000000ull + ((mag ^ m) - m);
+}
+static inline uint64_t srt_funkey64(uint64_t k) {
+  const uint64_t t = k - 0x8000000000000000ull, m = (uint64_t)((int64_t)t >> 63);
+  return ((t ^ m) - m) | (m & 0x8000000000000000ull);
+}
 static inline uint32_t srt_key32(const void *p, int64_t i, opf_dtype dt) {
   uint32_t u;
   memcpy(&u, (const char *)p + (size_t)i * 4, 4);
-  return dt == OPF_F32 ? u ^ ((uint32_t)-(int32_t)(u >> 31) | 0x80000000u) : u ^ 0x80000000u;
+  return dt == OPF_F32 ? srt_fkey32(u) : u ^ 0x80000000u;
 }
 static inline void srt_unkey32(uint32_t k, void *p, int64_t i, opf_dtype dt) {
-  const uint32_t u = dt == OPF_F32 ? k ^ (((k >> 31) - 1u) | 0x80000000u) : k ^ 0x80000000u;
+  const uint32_t u = dt == OPF_F32 ? srt_funkey32(k) : k ^ 0x80000000u;
   memcpy((char *)p + (size_t)i * 4, &u, 4);
 }
 static inline uint64_t srt_key64(const void *p, int64_t i, opf_dtype dt) {
   uint64_t u;
   memcpy(&u, (const char *)p + (size_t)i * 8, 8);
-  return dt == OPF_F64 ? u ^ ((uint64_t)-(int64_t)(u >> 63) | 0x8000000000000000ull)
-                       : u ^ 0x8000000000000000ull;
+  return dt == OPF_F64 ? srt_fkey64(u) : u ^ 0x8000000000000000ull;
 }
 static inline void srt_unkey64(uint64_t k, void *p, int64_t i, opf_dtype dt) {
-  const uint64_t u = dt == OPF_F64 ? k ^ (((k >> 63) - 1u) | 0x8000000000000000ull)
-                                   : k ^ 0x8000000000000000ull;
+  const uint64_t u = dt == OPF_F64 ? srt_funkey64(k) : k ^ 0x8000000000000000ull;
   memcpy((char *)p + (size_t)i * 8, &u, 8);
 }
 static inline int srt_wide(opf_dtype dt) { return dt == OPF_F64 || dt == OPF_I64; }
@@ -56,7 +73,7 @@ static inline void srt_keys(const void *x, opf_dtype dt, int64_t base, int64_t s
     for (int64_t k = 0; k < n; k++) {
       uint32_t w = u[k * st];
       if (dt == OPF_F32) w = (w & 0x7fffffffu) > 0x7f800000u ? 0x7fffffffu : w; /* any NaN */
-      const uint32_t key = (dt == OPF_F32 ? w ^ ((uint32_t)-(int32_t)(w >> 31) | sign) : w ^ sign) ^ f32;
+      const uint32_t key = (dt == OPF_F32 ? srt_fkey32(w) : w ^ sign) ^ f32;
       if (pack) k64[k] = (uint64_t)key << 32 | (uint64_t)k;
       else k32[k] = key;
     }
@@ -68,7 +85,7 @@ static inline void srt_keys(const void *x, opf_dtype dt, int64_t base, int64_t s
     for (int64_t k = 0; k < n; k++) {
       uint64_t w = u[k * st];
       if (dt == OPF_F64) w = (w & ~sign) > 0x7ff0000000000000ull ? ~sign : w; /* any NaN */
-      k64[k] = (dt == OPF_F64 ? w ^ ((uint64_t)-(int64_t)(w >> 63) | sign) : w ^ sign) ^ f64;
+      k64[k] = (dt == OPF_F64 ? srt_fkey64(w) : w ^ sign) ^ f64;
     }
     break;
   }
@@ -295,6 +312,9 @@ typedef struct srt_geom {
   int64_t nlines;
   size_t slot; /* bytes of one thread's slot */
   int slots;   /* thread slots the workspace holds */
+  int64_t gw;  /* columns of a group (inner > 1): SRT_G, fewer when the groups would not
+                * give every thread one (x=100000x10 axis=0: one group of 10 columns ran on
+                * one thread; two of 5 split it) */
 } srt_geom;
 
 /* lts: the line tensors of the operator's walk (bpl = their bytes per line, for the group
@@ -306,6 +326,12 @@ static inline srt_geom srt_geom_make(const opf_case *c, int input, int axis, siz
   s.slot = ((size_t)s.g.n * 32 + (s.g.inner > 1 ? SRT_G * bpl : 0) + 63) / 64 * 64;
   s.slots = omp_get_max_threads() > 0 ? omp_get_max_threads() : 1;
   if ((int64_t)s.slots > s.nlines) s.slots = s.nlines > 0 ? (int)s.nlines : 1;
+  s.gw = SRT_G;
+  const int64_t gpo = (s.g.inner + SRT_G - 1) / SRT_G;
+  if (s.g.inner > 1 && s.g.outer > 0 && s.g.outer * gpo < s.slots) {
+    const int64_t need = (s.slots + s.g.outer - 1) / s.g.outer; /* groups per outer index */
+    s.gw = (s.g.inner + need - 1) / need;
+  }
   return s;
 }
 
@@ -355,8 +381,8 @@ static inline void srt_unit(const srt_geom *s, opf_case *c, srt_line_fn fn, void
     fn(ctx, c, &s->g, u, slot);
     return;
   }
-  const int64_t gpo = (s->g.inner + SRT_G - 1) / SRT_G, o = u / gpo, j0 = (u % gpo) * SRT_G;
-  const int64_t gw = s->g.inner - j0 < SRT_G ? s->g.inner - j0 : SRT_G;
+  const int64_t gpo = (s->g.inner + s->gw - 1) / s->gw, o = u / gpo, j0 = (u % gpo) * s->gw;
+  const int64_t gw = s->g.inner - j0 < s->gw ? s->g.inner - j0 : s->gw;
   opf_case cc = *c;
   char *buf = (char *)slot + (size_t)s->g.n * 32;
   for (int i = 0; i < nlt; i++) { /* the copy's tensor at the same place as lt[i].t */
@@ -380,7 +406,7 @@ static inline void srt_unit(const srt_geom *s, opf_case *c, srt_line_fn fn, void
 static inline void srt_for_lines(const srt_geom *s, opf_case *c, srt_line_fn fn, void *ctx,
                                  const srt_lt *lt, int nlt) {
   const int64_t nu = s->g.inner == 1 ? s->nlines
-                                     : s->g.outer * ((s->g.inner + SRT_G - 1) / SRT_G);
+                                     : s->g.outer * ((s->g.inner + s->gw - 1) / s->gw);
   const int64_t work = s->nlines * s->g.n;
   int nt = omp_get_max_threads() < s->slots ? omp_get_max_threads() : s->slots;
   if (work < OPF_PAR_MIN || nt < 2 || nu < 2) {
