@@ -9,7 +9,7 @@
 #include "sort/sort_common.h"
 
 typedef struct sort_ctx {
-  int desc, arg, bwd; /* bwd: scatter dy (gout) through the kept permutation into dx (gin) */
+  int desc, arg;
 } sort_ctx;
 
 /* Values only: keys without indices (half the bytes moved), stored back through the inverse
@@ -45,12 +45,16 @@ static void sort_values_line(const sort_ctx *s, const opf_case *c, const opf_rge
 /* argsort: the line's int64 positions in sorted order. */
 static void sort_arg_line(const sort_ctx *s, const opf_case *c, const opf_rgeom *g, int64_t l,
                           void *slot) {
-  uint64_t *kk = NULL;
-  uint32_t *vv = NULL;
-  const uint64_t *pk = srt_line_pairs(c, g, s->desc, l, slot, &kk, &vv);
+  const srt_pairs p = srt_line_pairs(c, g, s->desc, l, slot);
   const int64_t base = srt_at(g, l, 0), st = g->inner;
-  for (int64_t k = 0; k < g->n; k++)
-    ((int64_t *)c->out[0].data)[base + k * st] = pk ? (int64_t)(uint32_t)pk[k] : (int64_t)vv[k];
+  for (int64_t k = 0; k < g->n; k++) ((int64_t *)c->out[0].data)[base + k * st] = srt_pair_ix(&p, k);
+}
+
+/* 1 when the es-byte float at p is +0.0 (all bits clear). */
+static inline int srt_zero_bits(const void *p, size_t es) {
+  uint64_t u = 0;
+  memcpy(&u, p, es);
+  return u == 0;
 }
 
 /* sort of a float dtype: the values and the permutation (perm[k]: the line position of y[k],
@@ -58,57 +62,101 @@ static void sort_arg_line(const sort_ctx *s, const opf_case *c, const opf_rgeom 
  * PyTorch keeps the indices its sort returns. */
 static void sort_saved_line(const sort_ctx *s, const opf_case *c, const opf_rgeom *g,
                             int64_t l, void *slot) {
-  uint64_t *kk = NULL;
-  uint32_t *vv = NULL;
-  const uint64_t *pk = srt_line_pairs(c, g, s->desc, l, slot, &kk, &vv);
+  const srt_pairs p = srt_line_pairs(c, g, s->desc, l, slot);
   const int64_t base = srt_at(g, l, 0), st = g->inner;
   uint32_t *perm = c->out[1].data;
   void *y = c->out[0].data;
-  if (pk) {
+  /* a zero's key is +0.0's (srt_keys): when the line has zeros, their signs come from x
+   * (a second pass: a test per element in the first cost 35% on lines of 10) */
+  int zeros = 0;
+  if (!p.k8) {
     const uint32_t f = s->desc ? 0xffffffffu : 0;
     for (int64_t k = 0; k < g->n; k++) {
-      srt_unkey32((uint32_t)(pk[k] >> 32) ^ f, y, base + k * st, c->dtype);
-      perm[base + k * st] = (uint32_t)pk[k];
+      const uint32_t key = srt_pair_key32(&p, k) ^ f;
+      zeros |= key == 0x80000000u;
+      srt_unkey32(key, y, base + k * st, c->dtype);
+      perm[base + k * st] = srt_pair_ix(&p, k);
     }
   } else {
     const uint64_t f = s->desc ? ~(uint64_t)0 : 0;
     for (int64_t k = 0; k < g->n; k++) {
-      srt_unkey64(kk[k] ^ f, y, base + k * st, c->dtype);
-      perm[base + k * st] = vv[k];
+      zeros |= (p.k8[k] ^ f) == 0x8000000000000000ull;
+      srt_unkey64(p.k8[k] ^ f, y, base + k * st, c->dtype);
+      perm[base + k * st] = p.v[k];
+    }
+  }
+  if (zeros) {
+    const void *x = c->in[0].data;
+    const size_t es = opf_dtype_size(c->dtype);
+    for (int64_t k = 0; k < g->n; k++) {
+      const int64_t at = base + k * st;
+      if (srt_zero_bits((const char *)y + (size_t)at * es, es))
+        memcpy((char *)y + (size_t)at * es, (const char *)x + (size_t)(base + (int64_t)perm[at] * st) * es, es);
     }
   }
 }
 
-/* sort's backward: dx[perm[k]] = dy[k] along the line. */
-static void sort_bwd_line(const opf_case *c, const opf_rgeom *g, int64_t l) {
-  const uint32_t *perm = c->out[1].data;
-  const int64_t base = srt_at(g, l, 0), st = g->inner;
-  if (c->dtype == OPF_F32) {
-    const float *dy = c->gout[0].data;
-    float *dx = c->gin[0].data;
-    for (int64_t k = 0; k < g->n; k++) dx[base + (int64_t)perm[base + k * st] * st] = dy[base + k * st];
-  } else {
-    const double *dy = c->gout[0].data;
-    double *dx = c->gin[0].data;
-    for (int64_t k = 0; k < g->n; k++) dx[base + (int64_t)perm[base + k * st] * st] = dy[base + k * st];
+/* sort's backward: dx[perm[e]] = dy[e] along each line, in the tensors' own layout (no line
+ * walk: element e of dy and of the permutation streams in memory order, each write lands in
+ * its line), over elements [e0, e1) of an (outer, n, inner) geometry; T the element's word.
+ * One division finds where e0 lies, rows of inner elements follow. */
+#define SORT_BWD_DEF(T, name)                                                                 \
+  static void name(const T *restrict dy, const uint32_t *restrict perm, T *restrict dx,       \
+                   int64_t e0, int64_t e1, int64_t n, int64_t inner) {                         \
+    if (e0 >= e1) return;                                                                      \
+    if (inner == 1) {                                                                          \
+      int64_t ob = e0 / n * n, e = e0;                                                         \
+      for (; e < e1; ob += n) {                                                                \
+        const int64_t end = ob + n < e1 ? ob + n : e1;                                         \
+        T *restrict d = dx + ob;                                                               \
+        for (; e < end; e++) d[perm[e]] = dy[e];                                               \
+      }                                                                                        \
+      return;                                                                                  \
+    }                                                                                          \
+    const int64_t ni = n * inner, row = e0 / inner;                                            \
+    int64_t ob = row / n * ni, e = e0, j = e0 - row * inner, k = row % n;                      \
+    while (e < e1) {                                                                           \
+      const int64_t m = inner - j < e1 - e ? inner - j : e1 - e;                               \
+      T *restrict d = dx + ob + j;                                                             \
+      const T *restrict s = dy + e;                                                            \
+      const uint32_t *restrict p = perm + e;                                                   \
+      for (int64_t q = 0; q < m; q++) d[(int64_t)p[q] * inner + q] = s[q];                     \
+      e += m, j = 0;                                                                           \
+      if (++k == n) k = 0, ob += ni;                                                           \
+    }                                                                                          \
+  }
+SORT_BWD_DEF(uint32_t, sort_bwd32)
+SORT_BWD_DEF(uint64_t, sort_bwd64)
+#undef SORT_BWD_DEF
+
+/* The backward's elements in equal contiguous ranges, one a thread (a permutation: no two
+ * writes meet). */
+static void sort_bwd(opf_case *c, const srt_geom *sg, const uint32_t *perm) {
+  const int64_t numel = opf_numel(&c->gout[0]);
+  const int nt = numel >= OPF_PAR_MIN ? omp_get_max_threads() : 1;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    const int t = omp_get_thread_num(), tn = omp_get_num_threads();
+    const int64_t lo = numel * t / tn, hi = numel * (t + 1) / tn;
+    if (c->dtype == OPF_F32) sort_bwd32(c->gout[0].data, perm, c->gin[0].data, lo, hi, sg->g.n, sg->g.inner);
+    else sort_bwd64(c->gout[0].data, perm, c->gin[0].data, lo, hi, sg->g.n, sg->g.inner);
   }
 }
 
 static void sort_line(void *ctx, const opf_case *c, const opf_rgeom *g, int64_t l, void *slot) {
   const sort_ctx *s = ctx;
-  if (s->bwd) sort_bwd_line(c, g, l);
-  else if (s->arg) sort_arg_line(s, c, g, l, slot);
+  if (s->arg) sort_arg_line(s, c, g, l, slot);
   else if (opf_dtype_is_float(c->dtype)) sort_saved_line(s, c, g, l, slot);
   else sort_values_line(s, c, g, l, slot);
 }
 
-/* Line tensors of the walk: x, and y (forward) or dy and dx (backward); their bytes per line
- * size the group buffers: the largest, the backward's three of the case dtype or argsort's
- * x and int64 indices. */
+/* Line tensors of the forward's walk: x, y and (sort of a float dtype) the 4-byte
+ * permutation, or argsort's x and int64 indices; the larger bytes per line size the group
+ * buffers. */
 static srt_geom sort_geom(const opf_case *c) {
   const int all = c->p[0] == OPF_AXIS_ALL;
   const int64_t n = all ? opf_numel(&c->in[0]) : c->in[0].shape[opf_axis(c->p[0], c->in[0].ndim)];
-  const size_t es = opf_dtype_size(c->dtype), bpl = (size_t)n * (3 * es > es + 8 ? 3 * es : es + 8);
+  const size_t es = opf_dtype_size(c->dtype), bpl = (size_t)n * (2 * es + 4 > es + 8 ? 2 * es + 4 : es + 8);
   srt_geom s = srt_geom_make(c, 0, all ? 0 : opf_axis(c->p[0], c->in[0].ndim), bpl);
   if (all) { /* the flattened input: one line */
     s.g = opf_red_geom(&c->in[0], 0, 1);
@@ -122,23 +170,26 @@ static srt_geom sort_geom(const opf_case *c) {
 static size_t sort_perm_at(const srt_geom *s) { return (s->slot * (size_t)s->slots + 63) / 64 * 64; }
 
 static int sort_run(opf_case *c, int arg, int bwd) {
-  const sort_ctx s = {c->p[1] != 0, arg, bwd};
+  const sort_ctx s = {c->p[1] != 0, arg};
   const srt_geom sg = sort_geom(c);
   if (sg.g.n == 0) return OPF_OK;
   const int64_t n = sg.g.n;
+  uint32_t *perm = (uint32_t *)((char *)c->ws + sort_perm_at(&sg));
+  if (bwd) {
+    sort_bwd(c, &sg, perm);
+    return OPF_OK;
+  }
   /* the walk's case: out[1] views the saved permutation (int32-sized words) */
   opf_case w = *c;
   if (!arg && opf_dtype_is_float(c->dtype)) {
     w.out[1] = c->out[0];
     w.out[1].dtype = OPF_I32;
     w.out[1].nbytes = (size_t)opf_numel(&c->out[0]) * 4;
-    w.out[1].data = (char *)c->ws + sort_perm_at(&sg);
+    w.out[1].data = perm;
     w.out[1].owned = 0;
   }
-  const srt_lt fwd_lt[3] = {{&w.in[0], n, 0}, {&w.out[0], n, 1}, {&w.out[1], n, 1}};
-  const srt_lt bwd_lt[3] = {{&w.gout[0], n, 0}, {&w.out[1], n, 0}, {&w.gin[0], n, 1}};
-  const int nfwd = !arg && opf_dtype_is_float(c->dtype) ? 3 : 2;
-  srt_for_lines(&sg, &w, sort_line, (void *)&s, bwd ? bwd_lt : fwd_lt, bwd ? 3 : nfwd);
+  const srt_lt lt[3] = {{&w.in[0], n, 0}, {&w.out[0], n, 1}, {&w.out[1], n, 1}};
+  srt_for_lines(&sg, &w, sort_line, (void *)&s, lt, !arg && opf_dtype_is_float(c->dtype) ? 3 : 2);
   return OPF_OK;
 }
 

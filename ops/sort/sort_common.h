@@ -16,27 +16,44 @@
 #define SRT_SMALL 48
 
 /* ---- keys: unsigned integers ordered like the values (NaN after +inf, as NumPy sorts) ----
- * 4-byte dtypes give uint32 keys, 8-byte ones uint64; desc complements them. srt_keys maps
- * every NaN (either sign, any payload) to the largest key first: NaNs sort last, and come
- * back as the NaN 0x7fffffff (0x7fff...f for float64). */
+ * 4-byte dtypes give uint32 keys, 8-byte ones uint64; desc complements them. A float's key is
+ * the sign bit plus its signed magnitude (-|x| for negatives), so -0.0 and +0.0 get the same
+ * key: they are equal values (as NumPy and torch compare them), and a stable sort keeps them
+ * in index order (callers that give values back take a zero's sign from the input; a key
+ * comes back as +0.0). srt_keys maps every NaN (either sign, any payload) to the largest key
+ * first: NaNs sort last, and come back as the NaN 0x7fffffff (0x7fff...f for float64). */
+static inline uint32_t srt_fkey32(uint32_t w) { /* w: a float's bits, not a negative NaN */
+  const uint32_t m = (uint32_t)((int32_t)w >> 31);
+  return (w ^ (m | 0x80000000u)) - m;
+}
+static inline uint32_t srt_funkey32(uint32_t k) {
+  const uint32_t m = (uint32_t)((int32_t)~k >> 31); /* all ones: a negative's key */
+  return (k ^ (m | 0x80000000u)) - m;
+}
+static inline uint64_t srt_fkey64(uint64_t w) {
+  const uint64_t m = (uint64_t)((int64_t)w >> 63);
+  return (w ^ (m | 0x8000000000000000ull)) - m;
+}
+static inline uint64_t srt_funkey64(uint64_t k) {
+  const uint64_t m = (uint64_t)((int64_t)~k >> 63);
+  return (k ^ (m | 0x8000000000000000ull)) - m;
+}
 static inline uint32_t srt_key32(const void *p, int64_t i, opf_dtype dt) {
   uint32_t u;
   memcpy(&u, (const char *)p + (size_t)i * 4, 4);
-  return dt == OPF_F32 ? u ^ ((uint32_t)-(int32_t)(u >> 31) | 0x80000000u) : u ^ 0x80000000u;
+  return dt == OPF_F32 ? srt_fkey32(u) : u ^ 0x80000000u;
 }
 static inline void srt_unkey32(uint32_t k, void *p, int64_t i, opf_dtype dt) {
-  const uint32_t u = dt == OPF_F32 ? k ^ (((k >> 31) - 1u) | 0x80000000u) : k ^ 0x80000000u;
+  const uint32_t u = dt == OPF_F32 ? srt_funkey32(k) : k ^ 0x80000000u;
   memcpy((char *)p + (size_t)i * 4, &u, 4);
 }
 static inline uint64_t srt_key64(const void *p, int64_t i, opf_dtype dt) {
   uint64_t u;
   memcpy(&u, (const char *)p + (size_t)i * 8, 8);
-  return dt == OPF_F64 ? u ^ ((uint64_t)-(int64_t)(u >> 63) | 0x8000000000000000ull)
-                       : u ^ 0x8000000000000000ull;
+  return dt == OPF_F64 ? srt_fkey64(u) : u ^ 0x8000000000000000ull;
 }
 static inline void srt_unkey64(uint64_t k, void *p, int64_t i, opf_dtype dt) {
-  const uint64_t u = dt == OPF_F64 ? k ^ (((k >> 63) - 1u) | 0x8000000000000000ull)
-                                   : k ^ 0x8000000000000000ull;
+  const uint64_t u = dt == OPF_F64 ? srt_funkey64(k) : k ^ 0x8000000000000000ull;
   memcpy((char *)p + (size_t)i * 8, &u, 8);
 }
 static inline int srt_wide(opf_dtype dt) { return dt == OPF_F64 || dt == OPF_I64; }
@@ -56,7 +73,7 @@ static inline void srt_keys(const void *x, opf_dtype dt, int64_t base, int64_t s
     for (int64_t k = 0; k < n; k++) {
       uint32_t w = u[k * st];
       if (dt == OPF_F32) w = (w & 0x7fffffffu) > 0x7f800000u ? 0x7fffffffu : w; /* any NaN */
-      const uint32_t key = (dt == OPF_F32 ? w ^ ((uint32_t)-(int32_t)(w >> 31) | sign) : w ^ sign) ^ f32;
+      const uint32_t key = (dt == OPF_F32 ? srt_fkey32(w) : w ^ sign) ^ f32;
       if (pack) k64[k] = (uint64_t)key << 32 | (uint64_t)k;
       else k32[k] = key;
     }
@@ -68,7 +85,7 @@ static inline void srt_keys(const void *x, opf_dtype dt, int64_t base, int64_t s
     for (int64_t k = 0; k < n; k++) {
       uint64_t w = u[k * st];
       if (dt == OPF_F64) w = (w & ~sign) > 0x7ff0000000000000ull ? ~sign : w; /* any NaN */
-      k64[k] = (dt == OPF_F64 ? w ^ ((uint64_t)-(int64_t)(w >> 63) | sign) : w ^ sign) ^ f64;
+      k64[k] = (dt == OPF_F64 ? srt_fkey64(w) : w ^ sign) ^ f64;
     }
     break;
   }
@@ -159,31 +176,37 @@ static inline void srt_radix64_big(uint64_t *restrict a, uint64_t *restrict tmp,
   }
 }
 
-/* 64-bit keys with 32-bit indices in a parallel array (argsort of 8-byte dtypes). */
-static inline void srt_radix_kv(uint64_t **k, uint32_t **v, uint64_t *restrict tk,
-                                uint32_t *restrict tv, int64_t n) {
-  uint32_t cnt[8][256];
-  memset(cnt, 0, sizeof cnt);
-  uint64_t *sk = *k, *dk = tk;
-  uint32_t *sv = *v, *dv = tv;
-  for (int64_t i = 0; i < n; i++)
-    for (int p = 0; p < 8; p++) cnt[p][(sk[i] >> (8 * p)) & 255]++;
-  for (int p = 0; p < 8; p++) {
-    const int sh = 8 * p;
-    if (cnt[p][(sk[0] >> sh) & 255] == (uint32_t)n) continue;
-    uint32_t off[256], s = 0;
-    for (int d = 0; d < 256; d++) off[d] = s, s += cnt[p][d];
-    for (int64_t i = 0; i < n; i++) {
-      const uint32_t o = off[(sk[i] >> sh) & 255]++;
-      dk[o] = sk[i], dv[o] = sv[i];
-    }
-    uint64_t *t = sk;
-    sk = dk, dk = t;
-    uint32_t *u = sv;
-    sv = dv, dv = u;
+/* Keys of type TK with 32-bit indices in a parallel array (argsort of 8-byte dtypes: 64-bit
+ * keys; the vector key-index sort's fall-back for 4-byte dtypes: 32-bit keys). Stable. */
+#define SRT_RADIX_KV_DEF(TK, name)                                                            \
+  static inline void name(TK **k, uint32_t **v, TK *restrict tk, uint32_t *restrict tv,       \
+                          int64_t n) {                                                        \
+    enum { NB = (int)sizeof(TK) };                                                            \
+    uint32_t cnt[NB][256];                                                                    \
+    memset(cnt, 0, sizeof cnt);                                                               \
+    TK *sk = *k, *dk = tk;                                                                    \
+    uint32_t *sv = *v, *dv = tv;                                                              \
+    for (int64_t i = 0; i < n; i++)                                                           \
+      for (int p = 0; p < NB; p++) cnt[p][(sk[i] >> (8 * p)) & 255]++;                       \
+    for (int p = 0; p < NB; p++) {                                                            \
+      const int sh = 8 * p;                                                                   \
+      if (cnt[p][(sk[0] >> sh) & 255] == (uint32_t)n) continue;                               \
+      uint32_t off[256], s = 0;                                                               \
+      for (int d = 0; d < 256; d++) off[d] = s, s += cnt[p][d];                               \
+      for (int64_t i = 0; i < n; i++) {                                                       \
+        const uint32_t o = off[(sk[i] >> sh) & 255]++;                                        \
+        dk[o] = sk[i], dv[o] = sv[i];                                                         \
+      }                                                                                       \
+      TK *t = sk;                                                                             \
+      sk = dk, dk = t;                                                                        \
+      uint32_t *u = sv;                                                                       \
+      sv = dv, dv = u;                                                                        \
+    }                                                                                         \
+    *k = sk, *v = sv;                                                                         \
   }
-  *k = sk, *v = sv;
-}
+SRT_RADIX_KV_DEF(uint64_t, srt_radix_kv)
+SRT_RADIX_KV_DEF(uint32_t, srt_radix_kv32)
+#undef SRT_RADIX_KV_DEF
 
 /* Short lines: up to SRT_TINY elements a branch-free rank sort (each element's rank is the
  * count of smaller ones, equal ones before it counting as smaller: stable, and no
@@ -295,6 +318,9 @@ typedef struct srt_geom {
   int64_t nlines;
   size_t slot; /* bytes of one thread's slot */
   int slots;   /* thread slots the workspace holds */
+  int64_t gw;  /* columns of a group (inner > 1): SRT_G, fewer when the groups would not
+                * give every thread one (x=100000x10 axis=0: one group of 10 columns ran on
+                * one thread; two of 5 split it) */
 } srt_geom;
 
 /* lts: the line tensors of the operator's walk (bpl = their bytes per line, for the group
@@ -306,6 +332,12 @@ static inline srt_geom srt_geom_make(const opf_case *c, int input, int axis, siz
   s.slot = ((size_t)s.g.n * 32 + (s.g.inner > 1 ? SRT_G * bpl : 0) + 63) / 64 * 64;
   s.slots = omp_get_max_threads() > 0 ? omp_get_max_threads() : 1;
   if ((int64_t)s.slots > s.nlines) s.slots = s.nlines > 0 ? (int)s.nlines : 1;
+  s.gw = SRT_G;
+  const int64_t gpo = (s.g.inner + SRT_G - 1) / SRT_G;
+  if (s.g.inner > 1 && s.g.outer > 0 && s.g.outer * gpo < s.slots) {
+    const int64_t need = (s.slots + s.g.outer - 1) / s.g.outer; /* groups per outer index */
+    s.gw = (s.g.inner + need - 1) / need;
+  }
   return s;
 }
 
@@ -355,8 +387,8 @@ static inline void srt_unit(const srt_geom *s, opf_case *c, srt_line_fn fn, void
     fn(ctx, c, &s->g, u, slot);
     return;
   }
-  const int64_t gpo = (s->g.inner + SRT_G - 1) / SRT_G, o = u / gpo, j0 = (u % gpo) * SRT_G;
-  const int64_t gw = s->g.inner - j0 < SRT_G ? s->g.inner - j0 : SRT_G;
+  const int64_t gpo = (s->g.inner + s->gw - 1) / s->gw, o = u / gpo, j0 = (u % gpo) * s->gw;
+  const int64_t gw = s->g.inner - j0 < s->gw ? s->g.inner - j0 : s->gw;
   opf_case cc = *c;
   char *buf = (char *)slot + (size_t)s->g.n * 32;
   for (int i = 0; i < nlt; i++) { /* the copy's tensor at the same place as lt[i].t */
@@ -380,7 +412,7 @@ static inline void srt_unit(const srt_geom *s, opf_case *c, srt_line_fn fn, void
 static inline void srt_for_lines(const srt_geom *s, opf_case *c, srt_line_fn fn, void *ctx,
                                  const srt_lt *lt, int nlt) {
   const int64_t nu = s->g.inner == 1 ? s->nlines
-                                     : s->g.outer * ((s->g.inner + SRT_G - 1) / SRT_G);
+                                     : s->g.outer * ((s->g.inner + s->gw - 1) / s->gw);
   const int64_t work = s->nlines * s->g.n;
   int nt = omp_get_max_threads() < s->slots ? omp_get_max_threads() : s->slots;
   if (work < OPF_PAR_MIN || nt < 2 || nu < 2) {
@@ -396,27 +428,66 @@ static inline void srt_for_lines(const srt_geom *s, opf_case *c, srt_line_fn fn,
   }
 }
 
+/* Lines of 4-byte dtypes longer than this go to the key-index sort with 32-bit keys
+ * (srt_vsort_kv32: 16 pairs a partition step); shorter ones, whose cost is the leaves, to
+ * packed words (measured on Zen 5, 1 thread, ns a pair, packed/key-index: 128: 0.74/0.91,
+ * 256: 2.0/1.8, 1024: 3.0/2.4, 16384: 3.9/3.0, 2^20: 5.3/3.8). */
+#define SRT_KV32_MIN 128
+
+/* A line's sorted order (srt_line_pairs): one of packed key32 << 32 | index words, 64-bit
+ * keys (8-byte dtypes) or 32-bit keys (4-byte dtypes, the key-index sort) with the indices
+ * beside them. */
+typedef struct srt_pairs {
+  const uint64_t *pk, *k8;
+  const uint32_t *k4, *v;
+} srt_pairs;
+/* Index (line position) and, for 4-byte dtypes, 32-bit key of sorted pair k. */
+static inline uint32_t srt_pair_ix(const srt_pairs *p, int64_t k) {
+  return p->pk ? (uint32_t)p->pk[k] : p->v[k];
+}
+static inline uint32_t srt_pair_key32(const srt_pairs *p, int64_t k) {
+  return p->pk ? (uint32_t)(p->pk[k] >> 32) : p->k4[k];
+}
+
 /* Sorted order of line l of input 0 into the slot (desc: largest first, equal keys in index
- * order): for 4-byte dtypes as packed key << 32 | index words
- * (returned), for 8-byte ones as keys plus indices (*kk, *vv). Indices are line positions. */
-static inline uint64_t *srt_line_pairs(const opf_case *c, const opf_rgeom *g, int desc,
-                                       int64_t l, void *slot, uint64_t **kk, uint32_t **vv) {
-  const opf_dtype dt = c->dtype;
-  const int64_t n = g->n, base = srt_at(g, l, 0);
-  if (!srt_wide(dt)) {
-    uint64_t *a = slot, *t = a + n;
-    srt_keys(c->in[0].data, dt, base, g->inner, n, desc, 1, NULL, a);
-    return srt_sort64(a, t, n, 32);
-  }
+ * order). Indices are line positions. 4-byte dtypes: the key-index sort from SRT_KV32_MIN to
+ * SRT_BIG, else packed words (beyond SRT_BIG the MSD + LSD radix sort, faster there even on
+ * one thread: argsort 1024x1024 axis=all 4.76 ms against 4.96 with the key-index sort);
+ * 8-byte dtypes: keys plus indices. */
+static srt_pairs srt_line_kv32(const opf_case *c, const opf_rgeom *g, int desc, int64_t l,
+                                void *slot) {
+  const int64_t n = g->n;
+  uint32_t *k4 = slot, *v = k4 + n, *tk = v + n, *tv = tk + n;
+  srt_pairs p = {NULL, NULL, NULL, NULL};
+  srt_keys(c->in[0].data, c->dtype, srt_at(g, l, 0), g->inner, n, desc, 0, k4, NULL);
+  for (int64_t k = 0; k < n; k++) v[k] = (uint32_t)k;
+  if (srt_vsort_kv32(k4, v, tk, tv, n)) p.k4 = k4, p.v = v;
+  return p;
+}
+static srt_pairs srt_line_kv64(const opf_case *c, const opf_rgeom *g, int desc, int64_t l,
+                               void *slot) {
+  const int64_t n = g->n;
   uint64_t *k8 = slot, *t8 = k8 + n;
   uint32_t *v = (uint32_t *)(t8 + n), *tv = v + n;
-  srt_keys(c->in[0].data, dt, base, g->inner, n, desc, 0, NULL, k8);
+  srt_keys(c->in[0].data, c->dtype, srt_at(g, l, 0), g->inner, n, desc, 0, NULL, k8);
   for (int64_t k = 0; k < n; k++) v[k] = (uint32_t)k;
   const int vec = n > 1 && srt_vsort_kv(k8, v, t8, tv, n); /* stable: ties by index */
   if (!vec && n <= SRT_SMALL) srt_ins_kv(k8, v, n);
   else if (!vec) srt_radix_kv(&k8, &v, t8, tv, n);
-  *kk = k8, *vv = v;
-  return NULL;
+  return (srt_pairs){NULL, k8, NULL, v};
+}
+/* (inlined: on lines of 10 the call and the struct return cost a third more) */
+__attribute__((always_inline, unused)) static inline srt_pairs
+srt_line_pairs(const opf_case *c, const opf_rgeom *g, int desc, int64_t l, void *slot) {
+  const int64_t n = g->n;
+  if (srt_wide(c->dtype)) return srt_line_kv64(c, g, desc, l, slot);
+  if (n > SRT_KV32_MIN && n <= SRT_BIG) {
+    const srt_pairs p = srt_line_kv32(c, g, desc, l, slot);
+    if (p.k4) return p;
+  }
+  uint64_t *a = slot, *t = a + n;
+  srt_keys(c->in[0].data, c->dtype, srt_at(g, l, 0), g->inner, n, desc, 1, NULL, a);
+  return (srt_pairs){srt_sort64(a, t, n, 32), NULL, NULL, NULL};
 }
 
 /* ---- references: a stable merge sort of an index array by value (desc reverses the

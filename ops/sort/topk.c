@@ -96,10 +96,8 @@ static void topk_line(void *ctx, const opf_case *c, const opf_rgeom *g, int64_t 
    * maxima (n / TOPK_CHUNK): the heap path has 4k < n */
   int64_t *idx = (int64_t *)slot + 3 * n;
   if (k > 1 && (k * 4 >= n || n <= SRT_SMALL)) {
-    uint64_t *kk = NULL;
-    uint32_t *vv = NULL;
-    const uint64_t *pk = srt_line_pairs(c, g, t->largest, l, slot, &kk, &vv);
-    for (int64_t j = 0; j < k; j++) idx[j] = pk ? (int64_t)(uint32_t)pk[j] : (int64_t)vv[j];
+    const srt_pairs p = srt_line_pairs(c, g, t->largest, l, slot);
+    for (int64_t j = 0; j < k; j++) idx[j] = srt_pair_ix(&p, j);
   } else {
     uint64_t *kb = slot, *hk = (uint64_t *)idx + k;
     /* keys (largest: the key; smallest: its complement) widened to uint64 for every dtype */

@@ -427,6 +427,123 @@ KV_T static void kv_qsort(uint64_t *k, uint32_t *ix, uint64_t *tk, uint32_t *tv,
   kv_small(k, ix, n);
 }
 
+/* ---- key-index pairs with 32-bit keys (argsort and sort of the 4-byte dtypes): 16 keys in
+ * a zmm and their 16 indices in the same lanes of another, so a partition step classifies
+ * 16 pairs with one compare (packed key << 32 | index words take two, and move twice the
+ * key bytes). The networks permute both registers alike; a compare-exchange's mask selects
+ * in both. Ties are left in any order (kv32_ties puts them in index order). ---- */
+
+/* Leaves: 128 pairs (8 registers of keys, 8 of indices). */
+#define KV32_LEAF 128
+
+/* Leaves as packed key << 32 | index words in registers (the pairs' order in the registers
+ * is free before a sort: unpacking lanes pairwise gives the words), sorted by the w64
+ * network (min/max on one register per 8 pairs, where the pair networks select in two):
+ * R32 registers of pairs, 2 R32 of words. Padding lanes get the largest key and index, which
+ * the caller keeps out of the array: pads sort last. Equal keys leave in index order. */
+KV_I void kv32_netn(uint32_t *k, uint32_t *ix, int64_t n, const int R32) {
+  __m512i W[16];
+  _Pragma("GCC unroll 8") for (int r = 0; r < R32; r++) {
+    const __mmask16 m = (__mmask16)w32_lanes(n - r * 16);
+    const __m512i K = _mm512_mask_loadu_epi32(_mm512_set1_epi32(-1), m, k + r * 16);
+    const __m512i I = _mm512_mask_loadu_epi32(_mm512_set1_epi32(-1), m, ix + r * 16);
+    W[2 * r] = _mm512_unpacklo_epi32(I, K), W[2 * r + 1] = _mm512_unpackhi_epi32(I, K);
+  }
+  w64_net(W, 2 * R32);
+  _Pragma("GCC unroll 16") for (int r = 0; r < 2 * R32; r++) {
+    const __mmask8 m = (__mmask8)w64_lanes(n - r * 8);
+    _mm256_mask_storeu_epi32(k + r * 8, m, _mm512_cvtepi64_epi32(_mm512_srli_epi64(W[r], 32)));
+    _mm256_mask_storeu_epi32(ix + r * 8, m, _mm512_cvtepi64_epi32(W[r]));
+  }
+}
+KV_T static void kv32_small(uint32_t *k, uint32_t *ix, int64_t n) {
+  if (n <= 1) return;
+  if (n <= 16) kv32_netn(k, ix, n, 1);
+  else if (n <= 32) kv32_netn(k, ix, n, 2);
+  else if (n <= 64) kv32_netn(k, ix, n, 4);
+  else kv32_netn(k, ix, n, 8);
+}
+typedef struct kv32_v {
+  __m512i k, i;
+} kv32_v;
+/* w32_put on pairs */
+KV_I void kv32_put(uint32_t *k, uint32_t *ix, kv32_v x, __m512i P, uint32_t m, int64_t *lw, int64_t *rw) {
+  const __mmask16 lt = (__mmask16)(_mm512_cmplt_epu32_mask(x.k, P) & m), ge = (__mmask16)(~lt & m);
+  const int nl = __builtin_popcount(lt), ng = __builtin_popcount(ge);
+  _mm512_storeu_si512(k + *lw, _mm512_maskz_compress_epi32(lt, x.k));
+  _mm512_storeu_si512(ix + *lw, _mm512_maskz_compress_epi32(lt, x.i));
+  *lw += nl, *rw -= ng;
+  const __mmask16 s = (__mmask16)w32_lanes(ng);
+  _mm512_mask_storeu_epi32(k + *rw, s, _mm512_maskz_compress_epi32(ge, x.k));
+  _mm512_mask_storeu_epi32(ix + *rw, s, _mm512_maskz_compress_epi32(ge, x.i));
+}
+KV_I kv32_v kv32_load(const uint32_t *k, const uint32_t *ix, int64_t cnt) {
+  const __mmask16 m = (__mmask16)w32_lanes(cnt);
+  return (kv32_v){_mm512_mask_loadu_epi32(_mm512_set1_epi32(-1), m, k), _mm512_maskz_loadu_epi32(m, ix)};
+}
+/* w32_part on pairs (same gaps and order of puts) */
+KV_T static int64_t kv32_part(uint32_t *k, uint32_t *ix, int64_t n, uint32_t piv, uint32_t *mn,
+                              uint32_t *mx) {
+  const __m512i P = _mm512_set1_epi32((int)piv);
+  enum { V = 16, UV = VS_U * V };
+  kv32_v sl[VS_U], sr[VS_U], x[VS_U];
+  _Pragma("GCC unroll 8") for (int u = 0; u < VS_U; u++)
+    sl[u] = kv32_load(k + u * V, ix + u * V, V), sr[u] = kv32_load(k + n - UV + u * V, ix + n - UV + u * V, V);
+  __m512i lo = _mm512_min_epu32(sl[0].k, sr[0].k), hi = _mm512_max_epu32(sl[0].k, sr[0].k);
+  _Pragma("GCC unroll 8") for (int u = 1; u < VS_U; u++) {
+    lo = _mm512_min_epu32(lo, _mm512_min_epu32(sl[u].k, sr[u].k));
+    hi = _mm512_max_epu32(hi, _mm512_max_epu32(sl[u].k, sr[u].k));
+  }
+  int64_t lr = UV, rr = n - UV, lw = 0, rw = n;
+  while (rr - lr >= UV) {
+    int64_t at;
+    if (lr - lw <= rw - rr) at = lr, lr += UV;
+    else rr -= UV, at = rr;
+    _Pragma("GCC unroll 8") for (int u = 0; u < VS_U; u++) x[u] = kv32_load(k + at + u * V, ix + at + u * V, V);
+    _Pragma("GCC unroll 8") for (int u = 0; u < VS_U; u++) {
+      lo = _mm512_min_epu32(lo, x[u].k), hi = _mm512_max_epu32(hi, x[u].k);
+      kv32_put(k, ix, x[u], P, 0xffff, &lw, &rw);
+    }
+  }
+  const int64_t r = rr - lr;
+  _Pragma("GCC unroll 8") for (int u = 0; u < VS_U; u++) /* (no lanes: nothing read) */
+    x[u] = kv32_load(k + lr + u * V, ix + lr + u * V, r - u * V);
+  _Pragma("GCC unroll 8") for (int u = 0; u < VS_U; u++) {
+    if (u * V < r) {
+      const uint32_t m = w32_lanes(r - u * V);
+      lo = _mm512_min_epu32(lo, x[u].k);
+      hi = _mm512_max_epu32(hi, _mm512_maskz_mov_epi32((__mmask16)m, x[u].k));
+      kv32_put(k, ix, x[u], P, m, &lw, &rw);
+    }
+  }
+  _Pragma("GCC unroll 8") for (int u = 0; u < VS_U; u++)
+    kv32_put(k, ix, sl[u], P, 0xffff, &lw, &rw), kv32_put(k, ix, sr[u], P, 0xffff, &lw, &rw);
+  *mn = _mm512_reduce_min_epu32(lo), *mx = _mm512_reduce_max_epu32(hi);
+  return lw;
+}
+KV_T static void kv32_qsort(uint32_t *k, uint32_t *ix, uint32_t *tk, uint32_t *tv, int64_t n, int depth) {
+  while (n > KV32_LEAF) {
+    if (depth-- <= 0) { /* bad pivots: the radix sort finishes this range */
+      uint32_t *rk = k, *rv = ix;
+      srt_radix_kv32(&rk, &rv, tk, tv, n);
+      if (rk != k) memcpy(k, rk, (size_t)n * sizeof *k), memcpy(ix, rv, (size_t)n * sizeof *ix);
+      return;
+    }
+    const uint32_t piv = w32_pivot(k, n);
+    uint32_t mn, mx;
+    int64_t m = kv32_part(k, ix, n, piv, &mn, &mx);
+    if (mn == mx) return;
+    if (m == 0) {
+      m = kv32_part(k, ix, n, piv + 1, &mn, &mx);
+      k += m, ix += m, tk += m, tv += m, n -= m;
+      continue;
+    }
+    if (m < n - m) kv32_qsort(k, ix, tk, tv, m, depth), k += m, ix += m, tk += m, tv += m, n -= m;
+    else kv32_qsort(k + m, ix + m, tk + m, tv + m, n - m, depth), n = m;
+  }
+  kv32_small(k, ix, n);
+}
+
 int srt_vsort_ok(void) {
   static int ok = -1;
   if (ok < 0) ok = __builtin_cpu_supports("avx512f") ? 1 : 0;
@@ -453,36 +570,46 @@ int srt_vsort32(uint32_t *a, uint32_t *tmp, int64_t n) {
 
 /* Equal keys' pairs in ascending index order: the quicksort leaves their order arbitrary.
  * Runs of equal keys are found a vector at a time (a key equal to its successor). */
-KV_T static void kv_ties(const uint64_t *k, uint32_t *v, uint32_t *tv, int64_t n) {
-  int64_t i = 0;
-  while (i + 1 < n) {
-    if (i + 9 <= n) {
-      const __mmask8 eq = _mm512_cmpeq_epu64_mask(_mm512_loadu_si512(k + i), _mm512_loadu_si512(k + i + 1));
-      if (!eq) {
-        i += 8;
-        continue;
-      }
-      i += __builtin_ctz(eq);
-    } else if (k[i] != k[i + 1]) {
-      i++;
-      continue;
-    }
-    int64_t j = i + 1;
-    while (j < n && k[j] == k[i]) j++;
-    const int64_t len = j - i;
-    if (len <= SRT_SMALL) srt_ins32(v + i, len);
-    else {
-      const uint32_t *r = srt_sort32(v + i, tv, len);
-      if (r != v + i) memcpy(v + i, r, (size_t)len * sizeof *v);
-    }
-    i = j;
+KV_T static void kv_run_sort(uint32_t *v, uint32_t *tv, int64_t len) {
+  if (len <= SRT_SMALL) srt_ins32(v, len);
+  else {
+    const uint32_t *r = srt_sort32(v, tv, len);
+    if (r != v) memcpy(v, r, (size_t)len * sizeof *v);
   }
+}
+#define KV_TIES_DEF(TK, name, V, MT, CMPEQ)                                                   \
+  KV_T static void name(const TK *k, uint32_t *v, uint32_t *tv, int64_t n) {                   \
+    int64_t i = 0;                                                                             \
+    while (i + 1 < n) {                                                                        \
+      if (i + V + 1 <= n) {                                                                    \
+        const MT eq = CMPEQ(_mm512_loadu_si512(k + i), _mm512_loadu_si512(k + i + 1));         \
+        if (!eq) {                                                                             \
+          i += V;                                                                              \
+          continue;                                                                            \
+        }                                                                                      \
+        i += __builtin_ctz(eq);                                                                \
+      } else if (k[i] != k[i + 1]) {                                                           \
+        i++;                                                                                   \
+        continue;                                                                              \
+      }                                                                                        \
+      int64_t j = i + 1;                                                                       \
+      while (j < n && k[j] == k[i]) j++;                                                       \
+      kv_run_sort(v + i, tv, j - i);                                                           \
+      i = j;                                                                                   \
+    }                                                                                          \
+  }
+KV_TIES_DEF(uint64_t, kv_ties, 8, __mmask8, _mm512_cmpeq_epu64_mask)
+KV_TIES_DEF(uint32_t, kv32_ties, 16, __mmask16, _mm512_cmpeq_epu32_mask)
+#undef KV_TIES_DEF
+
+static int kv_ok(void) {
+  static int ok = -1;
+  if (ok < 0) ok = srt_vsort_ok() && __builtin_cpu_supports("avx512vl");
+  return ok;
 }
 
 int srt_vsort_kv(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n) {
-  static int ok = -1;
-  if (ok < 0) ok = srt_vsort_ok() && __builtin_cpu_supports("avx512vl");
-  if (!ok) return 0;
+  if (!kv_ok()) return 0;
   /* the largest key (the networks' padding) set aside at the end, in index order */
   int64_t m = 0, c = 0;
   for (int64_t i = 0; i < n; i++) {
@@ -492,6 +619,38 @@ int srt_vsort_kv(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n
   for (int64_t i = 0; i < c; i++) k[m + i] = UINT64_MAX, v[m + i] = tv[i];
   kv_qsort(k, v, tk, tv, m, vs_depth(m));
   kv_ties(k, v, tv, m);
+  return 1;
+}
+
+/* Pairs with key UINT32_MAX (the padding key) moved to the end in index order, the others
+ * kept in front (a vector pass finds whether there are any; then compressed 16 at a time, in
+ * place: the front never passes what was read); returns the count kept in front. */
+KV_T static int64_t kv32_aside(uint32_t *k, uint32_t *v, uint32_t *tv, int64_t n) {
+  const __m512i MX = _mm512_set1_epi32(-1);
+  __mmask16 any = 0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) any |= _mm512_cmpeq_epu32_mask(_mm512_loadu_si512(k + i), MX);
+  for (; i < n; i++) any |= k[i] == UINT32_MAX;
+  if (!any) return n;
+  int64_t m = 0, c = 0;
+  for (i = 0; i < n; i += 16) {
+    const __mmask16 l = (__mmask16)w32_lanes(n - i);
+    const __m512i K = _mm512_maskz_loadu_epi32(l, k + i), I = _mm512_maskz_loadu_epi32(l, v + i);
+    const __mmask16 keep = (__mmask16)(_mm512_cmpneq_epu32_mask(K, MX) & l), out = (__mmask16)(~keep & l);
+    _mm512_mask_compressstoreu_epi32(k + m, keep, K);
+    _mm512_mask_compressstoreu_epi32(v + m, keep, I);
+    _mm512_mask_compressstoreu_epi32(tv + c, out, I);
+    m += __builtin_popcount(keep), c += __builtin_popcount(out);
+  }
+  for (int64_t j = 0; j < c; j++) k[m + j] = UINT32_MAX, v[m + j] = tv[j];
+  return m;
+}
+
+int srt_vsort_kv32(uint32_t *k, uint32_t *v, uint32_t *tk, uint32_t *tv, int64_t n) {
+  if (!kv_ok()) return 0;
+  const int64_t m = kv32_aside(k, v, tv, n); /* the padding key set aside, as above */
+  kv32_qsort(k, v, tk, tv, m, vs_depth(m));
+  kv32_ties(k, v, tv, m);
   return 1;
 }
 
@@ -506,6 +665,10 @@ int srt_vsort32(uint32_t *a, uint32_t *tmp, int64_t n) {
   return 0;
 }
 int srt_vsort_kv(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n) {
+  (void)k, (void)v, (void)tk, (void)tv, (void)n;
+  return 0;
+}
+int srt_vsort_kv32(uint32_t *k, uint32_t *v, uint32_t *tk, uint32_t *tv, int64_t n) {
   (void)k, (void)v, (void)tk, (void)tv, (void)n;
   return 0;
 }

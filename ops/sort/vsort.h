@@ -23,5 +23,7 @@ int srt_vsort32(uint32_t *a, uint32_t *tmp, int64_t n);
  * in place; tk, tv (n words each) are scratch. Return 1 when sorted, 0 when the CPU lacks
  * AVX-512F/VL (k and v are then untouched). */
 int srt_vsort_kv(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n);
+/* The same for 32-bit keys (16 pairs a vector step). */
+int srt_vsort_kv32(uint32_t *k, uint32_t *v, uint32_t *tk, uint32_t *tv, int64_t n);
 
 #endif

@@ -2,8 +2,8 @@
  * 300 (every network size and padding, the first partitions) and longer ones up to 10^5
  * (deep recursion), for random keys, few distinct keys (the equal-run handling), all equal,
  * ascending, descending, organ-pipe and keys at the type's maximum (the padding value); the
- * key-index sort likewise against a stable sort (equal keys in index order), and lines of 10^6
- * (the partition's deep levels). Where the CPU lacks AVX-512 the functions must say so
+ * key-index sorts (64- and 32-bit keys) likewise against a stable sort (equal keys in index
+ * order), and lines of 10^6 (the partition's deep levels). Where the CPU lacks AVX-512 the functions must say so
  * (return 0) and leave the data untouched. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -106,23 +106,47 @@ static void check_kv(int64_t n, int pat) {
   free(k), free(tk), free(v), free(tv), free(w);
 }
 
+/* srt_vsort_kv32 (32-bit keys) likewise. */
+static void check_kv32(int64_t n, int pat) {
+  uint32_t *k = malloc((size_t)(n + 1) * 4), *tk = malloc((size_t)(n + 1) * 4);
+  uint32_t *v = malloc((size_t)(n + 1) * 4), *tv = malloc((size_t)(n + 1) * 4);
+  kvp *w = malloc((size_t)(n + 1) * sizeof *w);
+  assert_non_null(k), assert_non_null(tk), assert_non_null(v), assert_non_null(tv), assert_non_null(w);
+  for (int64_t i = 0; i < n; i++) w[i].k = k[i] = (uint32_t)key(pat, i, n, 0), w[i].v = v[i] = (uint32_t)i;
+  k[n] = 0x5a5a5a5au, v[n] = 0x5a5a5a5au;
+  const int ok = srt_vsort_kv32(k, v, tk, tv, n);
+#if defined(__x86_64__)
+  assert_int_equal(ok != 0, srt_vsort_ok() && __builtin_cpu_supports("avx512vl"));
+#else
+  assert_int_equal(ok, 0);
+#endif
+  if (ok) qsort(w, (size_t)n, sizeof *w, cmp_kv);
+  for (int64_t i = 0; i < n; i++)
+    if (k[i] != w[i].k || v[i] != w[i].v)
+      fail_msg("32-bit key-index pairs, %s, n=%lld: position %lld holds (%u, %u), want (%llu, %u)",
+               pat_name[pat], (long long)n, (long long)i, k[i], v[i], (unsigned long long)w[i].k, w[i].v);
+  if (k[n] != 0x5a5a5a5au || v[n] != 0x5a5a5a5au)
+    fail_msg("32-bit key-index pairs, %s, n=%lld: written past the end", pat_name[pat], (long long)n);
+  free(k), free(tk), free(v), free(tv), free(w);
+}
+
 static void test_short(void **state) {
   (void)state;
   for (int pat = 0; pat < NPAT; pat++)
-    for (int64_t n = 0; n <= 300; n++) check(n, pat), check_kv(n, pat);
+    for (int64_t n = 0; n <= 300; n++) check(n, pat), check_kv(n, pat), check_kv32(n, pat);
 }
 
 static void test_long(void **state) {
   (void)state;
   static const int64_t ns[] = {511, 512, 1000, 1024, 2049, 4096, 10000, 65537, 100000};
   for (int pat = 0; pat < NPAT; pat++)
-    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) check(ns[i], pat), check_kv(ns[i], pat);
+    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) check(ns[i], pat), check_kv(ns[i], pat), check_kv32(ns[i], pat);
 }
 
 static void test_million(void **state) {
   (void)state;
   static const int pats[] = {P_RANDOM, P_FEW, P_EQUAL, P_DESC};
-  for (size_t i = 0; i < sizeof pats / sizeof *pats; i++) check(1000000, pats[i]), check_kv(1000000, pats[i]);
+  for (size_t i = 0; i < sizeof pats / sizeof *pats; i++) check(1000000, pats[i]), check_kv(1000000, pats[i]), check_kv32(1000000, pats[i]);
 }
 
 int main(void) {
