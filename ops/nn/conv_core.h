@@ -92,6 +92,18 @@ void nn_wino_data_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const v
 void nn_wino_weight_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
                          const void *gy, void *dw);
 
+/* ---- the same for 3-D (conv_wino3d.c): float32 (either layout), KDx3x3 window (KD <= 7),
+ * stride 1, dilation 1, one group, pad <= 2 in (h, w) and < KD in depth; Winograd in (h, w),
+ * the depth taps summed in the transformed domain. Same contracts as nn_wino_*. ---- */
+int nn_wino3d_fits(const nn_conv_geom *g, opf_dtype dt);
+size_t nn_wino3d_ws_bytes(const nn_conv_geom *g);
+void nn_wino3d_forward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+                       const void *w, const void *b, void *y);
+void nn_wino3d_data_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *gy,
+                         const void *w, const void *bias, void *dx);
+void nn_wino3d_weight_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+                           const void *gy, void *dw);
+
 /* ---- phase decomposition of a transposed convolution's forward, which is also a strided
  * convolution's data gradient (conv_subpix.c): 1-3 spatial dims, channels-first, dilation 1,
  * one group, at most 64 phases (stride product) ---- */
@@ -195,8 +207,9 @@ int nn_conv_op_backward(opf_case *c);
  * NN_ALGO_AUTO the default (the fastest that fits), NN_ALGO_GEMM the im2col/col2im core
  * always, NN_ALGO_FAST Winograd (3x3 stride 1, plain or transposed) or else the phase
  * decomposition (transposed) wherever they fit, the core elsewhere; NN_ALGO_BLAS the default's
- * choices with every GEMM by OpenBLAS (NN_ALGO_GEMM uses OpenBLAS too), not nn_gemm's kernel. */
-enum { NN_ALGO_AUTO, NN_ALGO_GEMM, NN_ALGO_FAST, NN_ALGO_BLAS };
+ * choices with every GEMM by OpenBLAS (NN_ALGO_GEMM uses OpenBLAS too), not nn_gemm's kernel;
+ * NN_ALGO_NOWINO the default's choices without Winograd (conv3d as it was before it). */
+enum { NN_ALGO_AUTO, NN_ALGO_GEMM, NN_ALGO_FAST, NN_ALGO_BLAS, NN_ALGO_NOWINO };
 int nn_conv_op_run_fwd(opf_case *c, int algo);
 int nn_conv_op_run_bwd(opf_case *c, int algo);
 int nn_conv_op_reference(opf_case *c);

@@ -398,6 +398,16 @@ static void test_float32_paths(void **state) {
       {"conv2d_transpose", "x=1x7x9x40 filters=36 kernel=4 stride=2 pad=1 layout=NHWC"},
       {"conv1d", "x=2x48x301 filters=40 kernel=3 stride=2 pad=1"},
       {"conv3d", "x=1x20x5x9x7 filters=40 kernel=3 stride=2 pad=1"},
+      /* 3-D Winograd (conv_wino3d.c): partial tiles, pads 0-2, a 2-deep window, channels
+       * last, odd N, depth chunks (64 channels on 28x29 planes: several chunks per image,
+       * the last one shorter), the transposed convolution's passes */
+      {"conv3d", "x=3x17x6x9x11 filters=19 kernel=3 pad=1"},
+      {"conv3d", "x=1x6x9x11x18 filters=17 kernel=3 pad=1 layout=NDHWC"},
+      {"conv3d", "x=2x16x5x10x7 filters=16 kernel=3 kd=2 pad=0"},
+      {"conv3d", "x=1x16x4x7x6 filters=18 kernel=3 pad=2 b=none"},
+      {"conv3d", "x=1x64x10x28x29 filters=32 kernel=3 pad=1"},
+      {"conv3d_transpose", "x=2x20x5x9x7 filters=18 kernel=3 pad=1"},
+      {"conv3d_transpose", "x=1x5x6x9x20 filters=16 kernel=3 pad=1 layout=NDHWC"},
   };
   int saved = omp_get_max_threads();
   for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
