@@ -5,8 +5,9 @@
  * t = t0 + s*a with t0 = (r + pad) mod s, from input position q + off + a' (a' = A-1-a), so
  * each phase is an ordinary convolution of the input with a sub-kernel of A = ceil((k-t0)/s)
  * taps per axis: im2col of the input (rows (f, a0, a1, a2), no zeros inserted), one GEMM with
- * K = F*A0*A1*A2 (the weight's sub-kernel, prepared once per call), and a strided store of the
- * phase's outputs plus the bias. This replaces the col2im path (GEMM with K = F then a scatter
+ * K = F*A0*A1*A2 (the weight's sub-kernel: all of them gathered in one pass over the weight
+ * and packed for the own GEMM once per call), and a strided store of the phase's outputs plus
+ * the bias. This replaces the col2im path (GEMM with K = F then a scatter
  * of every col row into the output), whose thin GEMM and read-modify-write of the output
  * limited it to a quarter of conv2d's throughput. In the core's geometry the transposed
  * output is the "big" side (C channels, extents in[]), the input the "small" one (F, out[]). */
@@ -61,7 +62,17 @@ static void sizes(const nn_conv_geom *g, int64_t *cols, int64_t *kmax) {
 }
 
 static size_t al64(size_t b) { return (b + 63) & ~(size_t)63; }
-static size_t wp_bytes(const nn_conv_geom *g) { return al64((size_t)(g->C * g->F * g->KK) * g->esz); }
+/* The phases' sub-kernels, then (float32) each one packed for the own GEMM's A side. */
+static size_t pk_bytes(const nn_conv_geom *g, int64_t ph) {
+  sp_axis xa[3];
+  phase_axes(g, ph, xa);
+  return g->esz == 4 ? al64(nn_gemm_pack_bytes(g->C, g->F * xa[0].A * xa[1].A * xa[2].A)) : 0;
+}
+static size_t wp_bytes(const nn_conv_geom *g) {
+  size_t b = al64((size_t)(g->C * g->F * g->KK) * g->esz) + al64((size_t)(3 * g->KK) * 8);
+  for (int64_t ph = 0; ph < g->s[0] * g->s[1] * g->s[2]; ph++) b += pk_bytes(g, ph);
+  return b;
+}
 static size_t slot_bytes(const nn_conv_geom *g) {
   int64_t cols, kmax;
   sizes(g, &cols, &kmax);
@@ -74,20 +85,16 @@ size_t nn_subpix_ws_bytes(const nn_conv_geom *g) {
 }
 
 #define SP_KERNELS(T, SFX)                                                                     \
-  /* The phase's sub-kernel: wp[c][(f, a0, a1, a2)] = w[f][c][t0 + s*(A-1-a) per axis]. */     \
+  /* Every phase's sub-kernel in one pass over w (read once, in order): tap t of w[f][c] goes \
+   * to wp[dst[t] + c*cs[t] + f*fs[t]], its place wp[c][(f, a0, a1, a2)] in its phase's      \
+   * sub-kernel (taps t0 + s*(A-1-a) per axis). */                                           \
   static void wprep_##SFX(T *restrict wp, const T *restrict w, const nn_conv_geom *g,       \
-                          const sp_axis *x) {                                                 \
-    int64_t Kp = g->F * x[0].A * x[1].A * x[2].A, r = 0;                                      \
-    for (int64_t f = 0; f < g->F; f++)                                                        \
-      for (int64_t a0 = 0; a0 < x[0].A; a0++)                                                 \
-        for (int64_t a1 = 0; a1 < x[1].A; a1++)                                               \
-          for (int64_t a2 = 0; a2 < x[2].A; a2++, r++) {                                      \
-            int64_t kd = x[0].t0 + g->s[0] * (x[0].A - 1 - a0);                               \
-            int64_t kh = x[1].t0 + g->s[1] * (x[1].A - 1 - a1);                               \
-            int64_t kw = x[2].t0 + g->s[2] * (x[2].A - 1 - a2);                               \
-            for (int64_t c = 0; c < g->C; c++)                                                \
-              wp[c * Kp + r] = w[(((f * g->C + c) * g->k[0] + kd) * g->k[1] + kh) * g->k[2] + kw]; \
-          }                                                                                   \
+                          const int64_t *dst, const int64_t *cs, const int64_t *fs) {         \
+    for (int64_t c = 0; c < g->C; c++)                                                        \
+      for (int64_t f = 0; f < g->F; f++) {                                                    \
+        const T *restrict src = w + (f * g->C + c) * g->KK;                                   \
+        for (int64_t t = 0; t < g->KK; t++) wp[dst[t] + c * cs[t] + f * fs[t]] = src[t];      \
+      }                                                                                       \
   }                                                                                           \
   /* col[(f, a0, a1, a2)*ld + q - qa] = x[f][q0 + off0 + a0][q1 + off1 + a1][q2 + off2 + a2] (0  \
    * outside) for the phase's positions q = (q0*Q1 + q1)*Q2 + q2 in [qa, qe). */              \
@@ -161,6 +168,7 @@ typedef struct sp_job {
   size_t slot_bytes;
   int64_t cols, kmax, nb; /* block width, largest col rows, blocks per phase (the most) */
   int64_t woff[SP_MAX_PHASES];
+  const char *apk[SP_MAX_PHASES]; /* phase sub-kernels packed for the own GEMM, or NULL */
 } sp_job;
 
 /* Item (phase ph, block bk): the phase's positions [ga, ge) of all images in a row (n*Q + q),
@@ -190,7 +198,9 @@ static void sp_item(const sp_job *j, int64_t ph, int64_t bk, char *slot) {
       else store_f64((double *)yn, (const double *)yb, ld, (const double *)j->bias, g, rr, xa, qa, qe);
       at += qe - qa;
     }
-    if (pass == 0) /* between the two passes: Y = W_phase col */
+    if (pass == 0 && j->apk[ph] && nn_gemm_own(j->dt, g->C, ld, Kp)) /* Y = W_phase col */
+      nn_gemm_pre(0, 0, g->C, ld, Kp, NULL, 0, col, ld, 0.0, Y, ld, pk, j->apk[ph], NULL);
+    else if (pass == 0)
       nn_gemm(j->dt, 0, 0, g->C, ld, Kp, j->wp + (size_t)j->woff[ph] * e, Kp, col, ld, 0.0, Y, ld,
               pk);
   }
@@ -200,15 +210,39 @@ void nn_subpix_forward(const nn_conv_geom *g, opf_dtype dt, void *ws, size_t ws_
                        const void *x, const void *w, const void *b, void *y) {
   sp_job j = {.g = g, .dt = dt, .x = x, .bias = b, .y = y, .wp = ws};
   int64_t nph = g->s[0] * g->s[1] * g->s[2], off = 0, qmax = 0;
+  int64_t *dst = (int64_t *)((char *)ws + al64((size_t)(g->C * g->F * g->KK) * g->esz));
+  int64_t *cs = dst + g->KK, *fs = cs + g->KK;
+  char *pkd = (char *)dst + al64((size_t)(3 * g->KK) * 8);
   sizes(g, &j.cols, &j.kmax);
-  for (int64_t ph = 0; ph < nph; ph++) {
+  for (int64_t ph = 0; ph < nph; ph++) { /* where each tap goes */
     sp_axis xa[3];
     phase_axes(g, ph, xa);
+    int64_t Ap = xa[0].A * xa[1].A * xa[2].A, r = 0;
     j.woff[ph] = off;
-    if (dt == OPF_F32) wprep_f32((float *)ws + off, w, g, xa);
-    else wprep_f64((double *)ws + off, w, g, xa);
-    off += g->C * g->F * xa[0].A * xa[1].A * xa[2].A;
+    for (int64_t a0 = 0; a0 < xa[0].A; a0++)
+      for (int64_t a1 = 0; a1 < xa[1].A; a1++)
+        for (int64_t a2 = 0; a2 < xa[2].A; a2++, r++) {
+          int64_t kd = xa[0].t0 + g->s[0] * (xa[0].A - 1 - a0);
+          int64_t kh = xa[1].t0 + g->s[1] * (xa[1].A - 1 - a1);
+          int64_t kw = xa[2].t0 + g->s[2] * (xa[2].A - 1 - a2);
+          int64_t t = (kd * g->k[1] + kh) * g->k[2] + kw;
+          dst[t] = off + r, cs[t] = g->F * Ap, fs[t] = Ap;
+        }
+    off += g->C * g->F * Ap;
     if (xa[0].Q * xa[1].Q * xa[2].Q > qmax) qmax = xa[0].Q * xa[1].Q * xa[2].Q;
+  }
+  if (dt == OPF_F32) wprep_f32(ws, w, g, dst, cs, fs);
+  else wprep_f64(ws, w, g, dst, cs, fs);
+  for (int64_t ph = 0; ph < nph; ph++) { /* each packed for the own GEMM */
+    sp_axis xa[3];
+    phase_axes(g, ph, xa);
+    int64_t Kp = g->F * xa[0].A * xa[1].A * xa[2].A;
+    j.apk[ph] = NULL;
+    if (dt == OPF_F32 && !g->openblas && Kp && nn_gemm_own(dt, g->C, j.cols, Kp)) {
+      nn_gemm_pack(0, 0, g->C, Kp, (float *)ws + j.woff[ph], Kp, pkd);
+      j.apk[ph] = pkd;
+    }
+    pkd += pk_bytes(g, ph);
   }
   j.nb = (g->N * qmax + j.cols - 1) / j.cols;
   j.slot_bytes = slot_bytes(g);
