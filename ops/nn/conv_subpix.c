@@ -73,12 +73,29 @@ static size_t wp_bytes(const nn_conv_geom *g) {
   for (int64_t ph = 0; ph < g->s[0] * g->s[1] * g->s[2]; ph++) b += pk_bytes(g, ph);
   return b;
 }
+/* A run of a block's positions: row (q0, q1) of image n, positions q2 in [b, e) of the
+ * phase's Q2-wide rows, at column dst of the block. */
+typedef struct sp_run {
+  int64_t dst, n, q0, q1, b, e;
+} sp_run;
+
+/* Per thread: col rows, the GEMM's output, the own GEMM's packing space, the block's runs. */
+static size_t slot_part(const nn_conv_geom *g, int64_t cols, int64_t kmax, int part) {
+  size_t o = al64((size_t)(kmax * cols) * g->esz);
+  if (part == 1) return o;
+  o += al64((size_t)(g->C * cols) * g->esz);
+  if (part == 2) return o;
+  o += g->esz == 4 ? al64(nn_gemm_ws_bytes()) : 0;
+  if (part == 3) return o;
+  return o + al64((size_t)cols * sizeof(sp_run));
+}
 static size_t slot_bytes(const nn_conv_geom *g) {
   int64_t cols, kmax;
   sizes(g, &cols, &kmax);
-  return al64((size_t)(kmax * cols) * g->esz) + al64((size_t)(g->C * cols) * g->esz) +
-         (g->esz == 4 ? al64(nn_gemm_ws_bytes()) : 0);
+  return slot_part(g, cols, kmax, 4);
 }
+
+#define SP_NO_LIBCALLS __attribute__((optimize("no-tree-loop-distribute-patterns")))
 
 size_t nn_subpix_ws_bytes(const nn_conv_geom *g) {
   return wp_bytes(g) + (size_t)omp_get_max_threads() * slot_bytes(g);
@@ -96,37 +113,40 @@ size_t nn_subpix_ws_bytes(const nn_conv_geom *g) {
         for (int64_t t = 0; t < g->KK; t++) wp[dst[t] + c * cs[t] + f * fs[t]] = src[t];      \
       }                                                                                       \
   }                                                                                           \
-  /* col[(f, a0, a1, a2)*ld + q - qa] = x[f][q0 + off0 + a0][q1 + off1 + a1][q2 + off2 + a2] (0  \
-   * outside) for the phase's positions q = (q0*Q1 + q1)*Q2 + q2 in [qa, qe). */              \
-  OPF_VEC static void im2col_##SFX(T *restrict col, int64_t ld, const T *restrict x,         \
-                                   const nn_conv_geom *g, const sp_axis *xa, int64_t qa,      \
-                                   int64_t qe) {                                              \
-    const int64_t D = g->out[0], H = g->out[1], W = g->out[2], Q1 = xa[1].Q, Q2 = xa[2].Q;    \
+  /* col[(f, a0, a1, a2)*ld + u.dst + q2 - u.b] = x[u.n][f][q0 + off0 + a0][q1 + off1 + a1]    \
+   * [q2 + off2 + a2] (0 outside) for each run u of the block (positions q2 in [u.b, u.e) of \
+   * row (u.q0, u.q1) of image u.n): the runs are as short as the phase's rows (7 positions  \
+   * for a 14-wide output and stride 2), so they are found once per block, not per col row, \
+   * and copied by plain loops, not library calls. */                                        \
+  SP_NO_LIBCALLS OPF_VEC static void im2col_##SFX(T *restrict col, int64_t ld,               \
+                                                  const T *restrict x, const nn_conv_geom *g, \
+                                                  const sp_axis *xa, const sp_run *run,       \
+                                                  int64_t nr) {                               \
+    const int64_t D = g->out[0], H = g->out[1], W = g->out[2], Q2 = xa[2].Q;                  \
     int64_t r = 0;                                                                            \
     for (int64_t f = 0; f < g->F; f++)                                                        \
       for (int64_t a0 = 0; a0 < xa[0].A; a0++)                                                \
         for (int64_t a1 = 0; a1 < xa[1].A; a1++)                                              \
           for (int64_t a2 = 0; a2 < xa[2].A; a2++, r++) {                                     \
             T *restrict d = col + r * ld;                                                     \
-            const int64_t o2 = xa[2].off + a2;                                                \
+            const int64_t o2 = xa[2].off + a2, d0 = xa[0].off + a0, d1 = xa[1].off + a1;      \
             /* q2 with 0 <= q2 + o2 < W */                                                    \
             int64_t lo = o2 < 0 ? -o2 : 0, hi = W - o2 < Q2 ? W - o2 : Q2;                    \
             if (hi < lo) hi = lo;                                                             \
-            for (int64_t q = qa; q < qe;) {                                                   \
-              int64_t row = q / Q2, b = q % Q2, e = Q2 - b < qe - q ? Q2 : b + qe - q;        \
-              int64_t i0 = row / Q1 + xa[0].off + a0, i1 = row % Q1 + xa[1].off + a1;         \
-              T *restrict o = d + (q - qa) - b; /* o[q2] for q2 in [b, e) */                  \
+            for (int64_t k = 0; k < nr; k++) {                                                \
+              const sp_run u = run[k];                                                        \
+              int64_t i0 = u.q0 + d0, i1 = u.q1 + d1;                                         \
+              T *restrict o = d + u.dst - u.b; /* o[q2] for q2 in [b, e) */                   \
               if (i0 < 0 || i0 >= D || i1 < 0 || i1 >= H) {                                   \
-                for (int64_t j = b; j < e; j++) o[j] = 0;                                     \
-              } else {                                                                        \
-                const T *restrict xr = x + ((f * D + i0) * H + i1) * W + o2;                  \
-                int64_t l = lo > b ? lo : b, h = hi < e ? hi : e;                             \
-                if (h < l) h = l;                                                             \
-                for (int64_t j = b; j < l; j++) o[j] = 0;                                     \
-                for (int64_t j = l; j < h; j++) o[j] = xr[j];                                 \
-                for (int64_t j = h; j < e; j++) o[j] = 0;                                     \
+                for (int64_t j = u.b; j < u.e; j++) o[j] = 0;                                 \
+                continue;                                                                     \
               }                                                                               \
-              q += e - b;                                                                     \
+              const T *restrict xr = x + (((u.n * g->F + f) * D + i0) * H + i1) * W + o2;     \
+              int64_t l = lo > u.b ? lo : u.b, h = hi < u.e ? hi : u.e;                       \
+              if (h < l) h = l;                                                               \
+              for (int64_t j = u.b; j < l; j++) o[j] = 0;                                     \
+              for (int64_t j = l; j < h; j++) o[j] = xr[j];                                   \
+              for (int64_t j = h; j < u.e; j++) o[j] = 0;                                     \
             }                                                                                 \
           }                                                                                   \
   }                                                                                           \
@@ -183,26 +203,33 @@ static void sp_item(const sp_job *j, int64_t ph, int64_t bk, char *slot) {
   int64_t ge = ga + j->cols < g->N * Q ? ga + j->cols : g->N * Q, ld = ge - ga;
   if (ga >= ge) return;
   int64_t Kp = g->F * xa[0].A * xa[1].A * xa[2].A;
-  char *col = slot, *Y = slot + al64((size_t)(j->kmax * j->cols) * e);
-  char *pk = e == 4 && !g->openblas ? Y + al64((size_t)(g->C * j->cols) * e) : NULL;
-  for (int pass = Kp ? 0 : 1; pass < 2; pass++) {
-    for (int64_t at = ga; at < ge;) { /* one image's part of the block */
-      int64_t n = at / Q, qa = at % Q, qe = Q < qa + ge - at ? Q : qa + ge - at;
-      const char *xn = j->x + (size_t)(n * g->F * g->P) * e;
-      char *yn = j->y + (size_t)(n * g->C * g->S) * e;
-      char *cb = col + (size_t)(at - ga) * e, *yb = Kp ? Y + (size_t)(at - ga) * e : NULL;
-      if (pass == 0 && j->dt == OPF_F32) im2col_f32((float *)cb, ld, (const float *)xn, g, xa, qa, qe);
-      else if (pass == 0) im2col_f64((double *)cb, ld, (const double *)xn, g, xa, qa, qe);
-      else if (j->dt == OPF_F32)
-        store_f32((float *)yn, (const float *)yb, ld, (const float *)j->bias, g, rr, xa, qa, qe);
-      else store_f64((double *)yn, (const double *)yb, ld, (const double *)j->bias, g, rr, xa, qa, qe);
-      at += qe - qa;
+  char *col = slot, *Y = slot + slot_part(g, j->cols, j->kmax, 1);
+  char *pk = e == 4 && !g->openblas ? slot + slot_part(g, j->cols, j->kmax, 2) : NULL;
+  sp_run *run = (sp_run *)(slot + slot_part(g, j->cols, j->kmax, 3));
+  if (Kp) { /* the block's runs, its col rows, Y = W_phase col */
+    int64_t nr = 0, Q1 = xa[1].Q, Q2 = xa[2].Q;
+    for (int64_t at = ga; at < ge; nr++) {
+      int64_t n = at / Q, q = at % Q, row = q / Q2, b = q % Q2;
+      int64_t end = Q2 - b < ge - at ? Q2 : b + ge - at;
+      run[nr] = (sp_run){at - ga, n, row / Q1, row % Q1, b, end};
+      at += end - b;
     }
-    if (pass == 0 && j->apk[ph] && nn_gemm_own(j->dt, g->C, ld, Kp)) /* Y = W_phase col */
+    if (j->dt == OPF_F32) im2col_f32((float *)col, ld, (const float *)j->x, g, xa, run, nr);
+    else im2col_f64((double *)col, ld, (const double *)j->x, g, xa, run, nr);
+    if (j->apk[ph] && nn_gemm_own(j->dt, g->C, ld, Kp))
       nn_gemm_pre(0, 0, g->C, ld, Kp, NULL, 0, col, ld, 0.0, Y, ld, pk, j->apk[ph], NULL);
-    else if (pass == 0)
+    else
       nn_gemm(j->dt, 0, 0, g->C, ld, Kp, j->wp + (size_t)j->woff[ph] * e, Kp, col, ld, 0.0, Y, ld,
               pk);
+  }
+  for (int64_t at = ga; at < ge;) { /* the outputs, one image's part of the block at a time */
+    int64_t n = at / Q, qa = at % Q, qe = Q < qa + ge - at ? Q : qa + ge - at;
+    char *yn = j->y + (size_t)(n * g->C * g->S) * e;
+    char *yb = Kp ? Y + (size_t)(at - ga) * e : NULL;
+    if (j->dt == OPF_F32)
+      store_f32((float *)yn, (const float *)yb, ld, (const float *)j->bias, g, rr, xa, qa, qe);
+    else store_f64((double *)yn, (const double *)yb, ld, (const double *)j->bias, g, rr, xa, qa, qe);
+    at += qe - qa;
   }
 }
 
