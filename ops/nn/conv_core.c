@@ -1159,7 +1159,12 @@ static const wino_ops wino3d = {nn_wino3d_forward, nn_wino3d_data_grad, nn_wino3
 static const wino_ops *use_wino(const nn_conv_geom *g, opf_dtype dt, int algo) {
   const wino_ops *o = nn_wino_fits(g, dt) ? &wino2d : nn_wino3d_fits(g, dt) ? &wino3d : NULL;
   if (algo == NN_ALGO_GEMM || algo == NN_ALGO_NOWINO || !o) return NULL;
-  return algo == NN_ALGO_FAST || (g->C >= NN_WINO_MIN_CH && g->F >= NN_WINO_MIN_CH) ? o : NULL;
+  if (algo == NN_ALGO_FAST) return o;
+  /* 3-D from planes of 16 4x4 tiles: on 7x7 and 12x12 planes (128 channels) the per-slice
+   * GEMMs were too thin and im2col won by 1.3-3.5x; 14x14 and up Winograd won 1.3-2x */
+  if (o == &wino3d && ((g->out[1] + 3) / 4) * ((g->out[2] + 3) / 4) < NN_WINO3D_MIN_TILES)
+    return NULL;
+  return g->C >= NN_WINO_MIN_CH && g->F >= NN_WINO_MIN_CH ? o : NULL;
 }
 
 /* The phase decomposition for a transposed forward the automatic choice sends there: it

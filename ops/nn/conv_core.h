@@ -96,6 +96,7 @@ void nn_wino_weight_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const
  * stride 1, dilation 1, one group, pad <= 2 in (h, w) and < KD in depth; Winograd in (h, w),
  * the depth taps summed in the transformed domain. Same contracts as nn_wino_*. ---- */
 int nn_wino3d_fits(const nn_conv_geom *g, opf_dtype dt);
+#define NN_WINO3D_MIN_TILES 16 /* the default also needs this many 4x4 tiles per plane */
 size_t nn_wino3d_ws_bytes(const nn_conv_geom *g);
 void nn_wino3d_forward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
                        const void *w, const void *b, void *y);

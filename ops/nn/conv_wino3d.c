@@ -75,6 +75,13 @@ static void plan3(w3_plan *q, const nn_conv_geom *g, int bwd) {
 
 static size_t al64(size_t b) { return (b + 63) & ~(size_t)63; }
 
+/* Output channels per call of the 2-D weight transforms: their 36 outputs per channel pair
+ * are CC floats apart, which for a whole 128x128 weight (64 KB apart) made every store a
+ * cache-set conflict (18 ms of a 0.5 ms convolution); a chunk of ~256 pairs keeps the 36 rows
+ * in L1, then each row goes to its place. */
+#define W3_PAIRS 256
+static int64_t chunk_of(int64_t Ci) { return Ci >= W3_PAIRS ? 1 : W3_PAIRS / Ci; }
+
 /* Shared: U (36, Co, KC), its packed copy (36 operands for the own GEMM), the weight
  * transform's scratch (a 2-D weight slice, its tap-major copy, its transform). */
 typedef struct w3_shared {
@@ -84,10 +91,9 @@ typedef struct w3_shared {
 } w3_shared;
 
 static size_t shared_layout(const w3_plan *q, char *base, w3_shared *s) {
-  const int64_t CC = q->p.Ci * q->p.Co;
   size_t u = al64((size_t)(WINO_XI * q->p.Co * q->KC) * 4);
   size_t pks = al64(nn_gemm_pack_bytes(q->p.Co, q->KC)), pk = WINO_XI * pks;
-  size_t tmp = al64((size_t)((9 + 9 + WINO_XI) * CC) * 4);
+  size_t tmp = al64((size_t)((9 + 9 + WINO_XI) * chunk_of(q->p.Ci) * q->p.Ci) * 4);
   if (s) s->U = (float *)base, s->Upk = (float *)(base + u), s->tmp = (float *)(base + u + pk),
          s->pk_stride = pks / 4;
   return u + pk + tmp;
@@ -124,18 +130,28 @@ size_t nn_wino3d_ws_bytes(const nn_conv_geom *g) {
 }
 
 /* U[xi][co][kd*Ci + ci] = the transform of depth tap kd of w (flip: the data gradient's
- * flipped, transposed weight, tap K0-1-kd of w[ci][co]), and its packed copy. */
+ * flipped, transposed weight, tap K0-1-kd of w[ci][co] mirrored in (h, w)), and its packed
+ * copy. */
 static void weights(const w3_plan *q, w3_shared *s, const float *w, int flip) {
   const wino_plan *p = &q->p;
-  const int64_t Ci = p->Ci, Co = p->Co, CC = Ci * Co, K0 = q->K0;
-  float *w2 = s->tmp, *wt = w2 + 9 * CC, *Ut = wt + 9 * CC;
-  for (int64_t kd = 0; kd < K0; kd++) {
-    int64_t kk = flip ? K0 - 1 - kd : kd;
-    for (int64_t k = 0; k < CC; k++) memcpy(w2 + k * 9, w + (k * K0 + kk) * 9, 9 * sizeof *w2);
-    nn_wino_weights(Ut, wt, w2, p, flip);
-    for (int64_t r = 0; r < WINO_XI * Co; r++)
-      memcpy(s->U + r * q->KC + kd * Ci, Ut + r * Ci, (size_t)Ci * sizeof *Ut);
-  }
+  const int64_t Ci = p->Ci, Co = p->Co, K0 = q->K0, cb = chunk_of(Ci);
+  float *w2 = s->tmp, *wt = w2 + 9 * cb * Ci, *Ut = wt + 9 * cb * Ci;
+  for (int64_t kd = 0; kd < K0; kd++)
+    for (int64_t c0 = 0; c0 < Co; c0 += cb) {
+      wino_plan pc = *p;
+      pc.Co = Co - c0 < cb ? Co - c0 : cb;
+      for (int64_t co = 0; co < pc.Co; co++)
+        for (int64_t ci = 0; ci < Ci; ci++)
+          for (int t = 0; t < 9; t++)
+            w2[(co * Ci + ci) * 9 + t] =
+                flip ? w[((ci * Co + c0 + co) * K0 + K0 - 1 - kd) * 9 + 8 - t]
+                     : w[(((c0 + co) * Ci + ci) * K0 + kd) * 9 + t];
+      nn_wino_weights(Ut, wt, w2, &pc, 0);
+      for (int xi = 0; xi < WINO_XI; xi++)
+        for (int64_t co = 0; co < pc.Co; co++)
+          memcpy(s->U + ((int64_t)xi * Co + c0 + co) * q->KC + kd * Ci,
+                 Ut + ((int64_t)xi * pc.Co + co) * Ci, (size_t)Ci * sizeof *Ut);
+    }
   s->packed = !q->openblas && nn_gemm_own(OPF_F32, Co, p->Tb, q->KC);
   if (s->packed)
     for (int xi = 0; xi < WINO_XI; xi++)
@@ -307,14 +323,20 @@ void nn_wino3d_weight_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, con
     const float *o = (const float *)(slots + (size_t)k * sb + du_off);
     for (size_t i = 0; i < du; i++) dU[i] += o[i];
   }
-  /* per depth tap: dU[.][co][kd*Ci + ci] gathered to (36, Co, Ci), untransformed to 3x3
-   * windows, scattered into dw[co][ci][kd] */
-  const int64_t Ci = q.p.Ci, Co = q.p.Co, CC = Ci * Co, K0 = q.K0;
-  float *d2 = s.tmp, *u2 = d2 + 9 * CC, *dwf = dw;
-  for (int64_t kd = 0; kd < K0; kd++) {
-    for (int64_t r = 0; r < WINO_XI * Co; r++)
-      memcpy(u2 + r * Ci, dU + r * q.KC + kd * Ci, (size_t)Ci * sizeof *u2);
-    nn_wino_unweights(d2, u2, &q.p);
-    for (int64_t k = 0; k < CC; k++) memcpy(dwf + (k * K0 + kd) * 9, d2 + k * 9, 9 * sizeof *d2);
-  }
+  /* per depth tap and chunk of output channels: dU[.][co][kd*Ci + ci] gathered to
+   * (36, cb, Ci), untransformed to 3x3 windows, scattered into dw[co][ci][kd] */
+  const int64_t Ci = q.p.Ci, Co = q.p.Co, K0 = q.K0, cb = chunk_of(Ci);
+  float *d2 = s.tmp, *u2 = d2 + 9 * cb * Ci, *dwf = dw;
+  for (int64_t kd = 0; kd < K0; kd++)
+    for (int64_t c0 = 0; c0 < Co; c0 += cb) {
+      wino_plan pc = q.p;
+      pc.Co = Co - c0 < cb ? Co - c0 : cb;
+      for (int xi = 0; xi < WINO_XI; xi++)
+        for (int64_t co = 0; co < pc.Co; co++)
+          memcpy(u2 + ((int64_t)xi * pc.Co + co) * Ci,
+                 dU + ((int64_t)xi * Co + c0 + co) * q.KC + kd * Ci, (size_t)Ci * sizeof *u2);
+      nn_wino_unweights(d2, u2, &pc);
+      for (int64_t k = 0; k < pc.Co * Ci; k++)
+        memcpy(dwf + ((c0 * Ci + k) * K0 + kd) * 9, d2 + k * 9, 9 * sizeof *d2);
+    }
 }
