@@ -360,12 +360,18 @@ static void test_gemm_own(void **state) {
  * forward and backward in float32 against float64 on the same generated inputs, 1 and 2
  * threads, shapes where those paths run (channels above the small products' limits, stride
  * 2 with odd sizes, padding, both layouts, N = 1 and odd N). */
-static void check_f32(const char *name, const char *spec) {
+static int run_f32(const opf_op *op, opf_case *c, int algo) {
+  if (algo == NN_ALGO_AUTO) return op->forward(c) || op->backward(c);
+  return nn_conv_op_run_fwd(c, algo) || nn_conv_op_run_bwd(c, algo);
+}
+
+/* float32 by algo (NN_ALGO_AUTO: the operator's default) against float64 */
+static void check_f32(const char *name, const char *spec, int algo) {
   const opf_op *op = ts_op(name);
   opf_case c32, c64;
   ts_case_ready(&c32, op, OPF_F32, spec, 1, 21);
   ts_case_ready(&c64, op, OPF_F64, spec, 1, 21);
-  if (op->forward(&c32) || op->backward(&c32) || op->forward(&c64) || op->backward(&c64))
+  if (run_f32(op, &c32, algo) || op->forward(&c64) || op->backward(&c64))
     fail_msg("%s [%s]: %s%s", name, spec, c32.err.msg, c64.err.msg);
   char msg[256];
   for (int i = -1; i < op->n_in; i++) {
@@ -377,8 +383,8 @@ static void check_f32(const char *name, const char *spec) {
     if (opf_tensor_alloc(&wide, &e)) fail_msg("%s", e.msg);
     for (int64_t k = 0; k < opf_numel(&wide); k++) ts_set(&wide, k, ts_get(a, k));
     if (ts_compare(&wide, b, 1e-3, msg, sizeof msg))
-      fail_msg("%s [%s] %d threads: float32 %s%s differs from float64: %s", name, spec,
-               omp_get_max_threads(), i < 0 ? "output" : "gradient of ", i < 0 ? "" : op->in[i].name, msg);
+      fail_msg("%s [%s] %d threads, algo %d: float32 %s%s differs from float64: %s", name, spec,
+               omp_get_max_threads(), algo, i < 0 ? "output" : "gradient of ", i < 0 ? "" : op->in[i].name, msg);
     opf_tensor_free(&wide);
   }
   opf_case_release(&c32);
@@ -398,9 +404,10 @@ static void test_float32_paths(void **state) {
       {"conv2d_transpose", "x=1x7x9x40 filters=36 kernel=4 stride=2 pad=1 layout=NHWC"},
       {"conv1d", "x=2x48x301 filters=40 kernel=3 stride=2 pad=1"},
       {"conv3d", "x=1x20x5x9x7 filters=40 kernel=3 stride=2 pad=1"},
-      /* 3-D Winograd (conv_wino3d.c): partial tiles, pads 0-2, a 2-deep window, channels
-       * last, odd N, depth chunks (64 channels on 28x29 planes: several chunks per image,
-       * the last one shorter), the transposed convolution's passes */
+      /* 3-D Winograd (conv_wino3d.c; forced below where the default would not take it):
+       * partial tiles, pads 0-2, a 2-deep window, channels last, odd N, depth chunks (64
+       * channels on 28x29 planes: several chunks per image, the last one shorter), weight
+       * transforms in several chunks of output channels, the transposed convolution's passes */
       {"conv3d", "x=3x17x6x9x11 filters=19 kernel=3 pad=1"},
       {"conv3d", "x=1x6x9x11x18 filters=17 kernel=3 pad=1 layout=NDHWC"},
       {"conv3d", "x=2x16x5x10x7 filters=16 kernel=3 kd=2 pad=0"},
@@ -413,7 +420,8 @@ static void test_float32_paths(void **state) {
   for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
     for (int threads = 1; threads <= 2; threads++) {
       omp_set_num_threads(threads);
-      check_f32(cases[k][0], cases[k][1]);
+      check_f32(cases[k][0], cases[k][1], NN_ALGO_AUTO);
+      if (!strncmp(cases[k][0], "conv3d", 6)) check_f32(cases[k][0], cases[k][1], NN_ALGO_FAST);
     }
   omp_set_num_threads(saved);
 }
