@@ -1110,6 +1110,7 @@ int nn_conv_infer(opf_case *c, const nn_conv_spec *sp, nn_conv_geom *g) {
   if (nn_subpix_fits(g) && (sp->transpose || nn_conv_strided(g))) alt = nn_subpix_ws_bytes(g);
   if (nn_wino_fits(g, c->dtype) && nn_wino_ws_bytes(g) > alt) alt = nn_wino_ws_bytes(g);
   if (nn_group_fits(g, c->dtype, 0) && nn_group_ws_bytes(g) > alt) alt = nn_group_ws_bytes(g);
+  if (nn_wino3d_fits(g, c->dtype) && nn_wino3d_ws_bytes(g) > alt) alt = nn_wino3d_ws_bytes(g);
   c->ws_bytes = ws > alt ? ws : alt;
   return OPF_OK;
 }
@@ -1142,10 +1143,29 @@ void nn_conv_op_geom(const opf_case *c, nn_conv_geom *g) {
 
 static const void *op_bias(const opf_case *c) { return c->present[2] ? c->in[2].data : NULL; }
 
-/* Winograd where it fits: always for NN_ALGO_FAST, else where nn_wino_auto sends it. */
-static int use_wino(const nn_conv_geom *g, opf_dtype dt, int algo) {
-  if (algo == NN_ALGO_GEMM || !nn_wino_fits(g, dt)) return 0;
-  return algo == NN_ALGO_FAST || nn_wino_auto(g, dt);
+/* The 2-D and 3-D Winograd drivers (the same three passes). */
+typedef struct wino_ops {
+  void (*fwd)(const nn_conv_geom *, void *, size_t, const void *, const void *, const void *,
+              void *);
+  void (*dgrad)(const nn_conv_geom *, void *, size_t, const void *, const void *, const void *,
+                void *);
+  void (*wgrad)(const nn_conv_geom *, void *, size_t, const void *, const void *, void *);
+} wino_ops;
+static const wino_ops wino2d = {nn_wino_forward, nn_wino_data_grad, nn_wino_weight_grad};
+static const wino_ops wino3d = {nn_wino3d_forward, nn_wino3d_data_grad, nn_wino3d_weight_grad};
+
+/* Winograd for a convolution the automatic choice sends there: it fits, and the channel
+ * counts are large enough for its 36 GEMMs (a first layer with C = 3 keeps im2col, whose
+ * hand-written small products serve it better). NULL: not Winograd. */
+static const wino_ops *use_wino(const nn_conv_geom *g, opf_dtype dt, int algo) {
+  const wino_ops *o = nn_wino_fits(g, dt) ? &wino2d : nn_wino3d_fits(g, dt) ? &wino3d : NULL;
+  if (algo == NN_ALGO_GEMM || algo == NN_ALGO_NOWINO || !o) return NULL;
+  if (algo == NN_ALGO_FAST) return o;
+  /* 3-D from planes of 16 4x4 tiles: on 7x7 and 12x12 planes (128 channels) the per-slice
+   * GEMMs were too thin and im2col won by 1.3-3.5x; 14x14 and up Winograd won 1.3-2x */
+  if (o == &wino3d && ((g->out[1] + 3) / 4) * ((g->out[2] + 3) / 4) < NN_WINO3D_MIN_TILES)
+    return NULL;
+  return g->C >= NN_WINO_MIN_CH && g->F >= NN_WINO_MIN_CH ? o : NULL;
 }
 
 /* The phase decomposition for a transposed forward the automatic choice sends there: it
@@ -1188,9 +1208,10 @@ int nn_conv_op_run_fwd(opf_case *c, int algo) {
   int tr = op_spec(c).transpose;
   const void *x = c->in[0].data, *w = c->in[1].data;
   void *y = c->out[0].data;
-  if (use_wino(&g, c->dtype, algo)) {
-    if (tr) nn_wino_data_grad(&g, c->ws, c->ws_bytes, x, w, op_bias(c), y);
-    else nn_wino_forward(&g, c->ws, c->ws_bytes, x, w, op_bias(c), y);
+  const wino_ops *wo = use_wino(&g, c->dtype, algo);
+  if (wo) {
+    if (tr) wo->dgrad(&g, c->ws, c->ws_bytes, x, w, op_bias(c), y);
+    else wo->fwd(&g, c->ws, c->ws_bytes, x, w, op_bias(c), y);
     return OPF_OK;
   }
   if (tr && use_subpix(&g, algo)) {
@@ -1223,19 +1244,20 @@ int nn_conv_op_run_bwd(opf_case *c, int algo) {
   const void *x = c->in[0].data, *w = c->in[1].data, *gy = c->gout[0].data;
   void *dx = c->gin[0].data, *dw = c->gin[1].data;
   nn_conv_job j = {.g = &g, .dt = c->dtype, .ws = c->ws, .ws_bytes = c->ws_bytes, .w = w, .dw = dw};
-  if (use_wino(&g, c->dtype, algo)) { /* dx and dw by Winograd, db by sums */
+  const wino_ops *wo = use_wino(&g, c->dtype, algo);
+  if (wo) { /* dx and dw by Winograd, db by sums */
     if (tr) {
       if (db) big_sums(&g, c->dtype, gy, db);
-      nn_wino_forward(&g, c->ws, c->ws_bytes, gy, w, NULL, dx);
-      nn_wino_weight_grad(&g, c->ws, c->ws_bytes, gy, x, dw);
+      wo->fwd(&g, c->ws, c->ws_bytes, gy, w, NULL, dx);
+      wo->wgrad(&g, c->ws, c->ws_bytes, gy, x, dw);
       return OPF_OK;
     }
     if (db) { /* the core's bias-gradient sums alone */
       j.gsmall = gy, j.dsmall_sum = db, j.dw = NULL;
       nn_conv_backward(&j);
     }
-    nn_wino_data_grad(&g, c->ws, c->ws_bytes, gy, w, NULL, dx);
-    nn_wino_weight_grad(&g, c->ws, c->ws_bytes, x, gy, dw);
+    wo->dgrad(&g, c->ws, c->ws_bytes, gy, w, NULL, dx);
+    wo->wgrad(&g, c->ws, c->ws_bytes, x, gy, dw);
   } else if (tr) {
     j.big = gy, j.small = dx, j.gsmall = x, j.dbig_sum = db;
     nn_conv_forward(&j);

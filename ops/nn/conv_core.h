@@ -113,6 +113,19 @@ static inline int nn_wino_auto(const nn_conv_geom *g, opf_dtype dt) {
   return nn_wino_fits(g, dt) && g->C >= NN_WINO_MIN_CH && g->F >= NN_WINO_MIN_CH;
 }
 
+/* ---- the same for 3-D (conv_wino3d.c): float32 (channels first), KDx3x3 window (KD <= 7),
+ * stride 1, dilation 1, one group, pad <= 2 in (h, w) and < KD in depth; Winograd in (h, w),
+ * the depth taps summed in the transformed domain. Same contracts as nn_wino_*. ---- */
+int nn_wino3d_fits(const nn_conv_geom *g, opf_dtype dt);
+#define NN_WINO3D_MIN_TILES 16 /* the default also needs this many 4x4 tiles per plane */
+size_t nn_wino3d_ws_bytes(const nn_conv_geom *g);
+void nn_wino3d_forward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+                       const void *w, const void *b, void *y);
+void nn_wino3d_data_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *gy,
+                         const void *w, const void *bias, void *dx);
+void nn_wino3d_weight_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+                           const void *gy, void *dw);
+
 /* ---- phase decomposition of a transposed convolution's forward, which is also a strided
  * convolution's data gradient (conv_subpix.c): 1-3 spatial dims, channels-first, dilation 1,
  * one group, at most 64 phases (stride product) ---- */
@@ -231,8 +244,9 @@ int nn_conv_op_backward(opf_case *c);
  * decomposition (transposed) wherever they fit, the core elsewhere; NN_ALGO_BLAS the default's
  * choices with every GEMM by OpenBLAS (NN_ALGO_GEMM uses OpenBLAS too), not nn_gemm's kernel;
  * NN_ALGO_CORE the im2col core with nn_gemm's kernel always (grouped and dilated convolutions
- * before the direct kernel of conv_group.c). */
-enum { NN_ALGO_AUTO, NN_ALGO_GEMM, NN_ALGO_FAST, NN_ALGO_BLAS, NN_ALGO_CORE };
+ * before the direct kernel of conv_group.c); NN_ALGO_NOWINO the default's choices without
+ * Winograd (conv3d as it was before it). */
+enum { NN_ALGO_AUTO, NN_ALGO_GEMM, NN_ALGO_FAST, NN_ALGO_BLAS, NN_ALGO_CORE, NN_ALGO_NOWINO };
 int nn_conv_op_run_fwd(opf_case *c, int algo);
 int nn_conv_op_run_bwd(opf_case *c, int algo);
 int nn_conv_op_reference(opf_case *c);

@@ -1,8 +1,10 @@
 /* conv_impls.c: the built-in alternative implementations of the convolutions (--impl), so
  * each algorithm can be measured beside the default on the same inputs: "im2col" (conv2d:
- * im2col + GEMM forward, col2im data gradient, the algorithm conv2d had before Winograd),
- * "winograd" (conv2d and conv2d_transpose: Winograd F(4x4, 3x3) wherever it fits, whatever
- * the channel counts; elsewhere the phase decomposition (transposed) or the im2col core) and
+ * im2col + GEMM forward, col2im data gradient, the algorithm conv2d had before Winograd;
+ * conv3d: the im2col core with the own GEMM, its default before 3-D Winograd), "winograd"
+ * (conv2d/3d and their transposes: Winograd F(4x4, 3x3), in (h, w) for 3-D, wherever it fits,
+ * whatever the channel counts; elsewhere the phase decomposition (transposed) or the im2col
+ * core) and
  * "col2im" (the transposed convolutions as they were: forward GEMM + col2im, backward
  * im2col + GEMM), "im2col" of grouped_conv2d and dilated_conv2d (the im2col core with the
  * own GEMM kernel, as they ran before the direct kernel of conv_group.c). The default
@@ -19,6 +21,8 @@ static int core_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_CORE); }
 static int core_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_CORE); }
 static int fast_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_FAST); }
 static int fast_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_FAST); }
+static int nowino_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_NOWINO); }
+static int nowino_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_NOWINO); }
 
 #define CONV_IMPL(op, nm, what, f, b)                                                          \
   {.abi = OPF_OP_ABI, .name = nm, .implements = op, .summary = what, .forward = f, .backward = b}
@@ -30,6 +34,17 @@ OPPERF_IMPL(conv2d_winograd) = CONV_IMPL("conv2d", "winograd",
                                          "f32), else im2col", fast_fwd, fast_bwd);
 OPPERF_IMPL(conv2d_transpose_winograd) = CONV_IMPL("conv2d_transpose", "winograd",
                                                    "Winograd F(4x4,3x3) where it fits (3x3, stride "
+                                                   "1), else the phase decomposition or col2im",
+                                                   fast_fwd, fast_bwd);
+OPPERF_IMPL(conv3d_im2col) = CONV_IMPL("conv3d", "im2col", "im2col + GEMM core (the default "
+                                       "before 3-D Winograd), phases for strided data gradients",
+                                       nowino_fwd, nowino_bwd);
+OPPERF_IMPL(conv3d_winograd) = CONV_IMPL("conv3d", "winograd",
+                                         "Winograd F(4x4,3x3) in (h, w), depth taps summed "
+                                         "transformed, where it fits (KDx3x3, stride 1, f32)",
+                                         fast_fwd, fast_bwd);
+OPPERF_IMPL(conv3d_transpose_winograd) = CONV_IMPL("conv3d_transpose", "winograd",
+                                                   "3-D Winograd where it fits (KDx3x3, stride "
                                                    "1), else the phase decomposition or col2im",
                                                    fast_fwd, fast_bwd);
 OPPERF_IMPL(conv1d_transpose_col2im) = CONV_IMPL("conv1d_transpose", "col2im",

@@ -5,8 +5,9 @@
  * t = t0 + s*a with t0 = (r + pad) mod s, from input position q + off + a' (a' = A-1-a), so
  * each phase is an ordinary convolution of the input with a sub-kernel of A = ceil((k-t0)/s)
  * taps per axis: im2col of the input (rows (f, a0, a1, a2), no zeros inserted), one GEMM with
- * K = F*A0*A1*A2 (the weight's sub-kernel, prepared once per call), and a strided store of the
- * phase's outputs plus the bias. This replaces the col2im path (GEMM with K = F then a scatter
+ * K = F*A0*A1*A2 (the weight's sub-kernel: all of them gathered in one pass over the weight
+ * and packed for the own GEMM once per call), and a strided store of the phase's outputs plus
+ * the bias. This replaces the col2im path (GEMM with K = F then a scatter
  * of every col row into the output), whose thin GEMM and read-modify-write of the output
  * limited it to a quarter of conv2d's throughput. In the core's geometry the transposed
  * output is the "big" side (C channels, extents in[]), the input the "small" one (F, out[]). */
@@ -61,74 +62,91 @@ static void sizes(const nn_conv_geom *g, int64_t *cols, int64_t *kmax) {
 }
 
 static size_t al64(size_t b) { return (b + 63) & ~(size_t)63; }
-static size_t wp_bytes(const nn_conv_geom *g) { return al64((size_t)(g->C * g->F * g->KK) * g->esz); }
+/* The phases' sub-kernels, then (float32) each one packed for the own GEMM's A side. */
+static size_t pk_bytes(const nn_conv_geom *g, int64_t ph) {
+  sp_axis xa[3];
+  phase_axes(g, ph, xa);
+  return g->esz == 4 ? al64(nn_gemm_pack_bytes(g->C, g->F * xa[0].A * xa[1].A * xa[2].A)) : 0;
+}
+static size_t wp_bytes(const nn_conv_geom *g) {
+  size_t b = al64((size_t)(g->C * g->F * g->KK) * g->esz) + al64((size_t)(3 * g->KK) * 8);
+  for (int64_t ph = 0; ph < g->s[0] * g->s[1] * g->s[2]; ph++) b += pk_bytes(g, ph);
+  return b;
+}
+/* A run of a block's positions: row (q0, q1) of image n, positions q2 in [b, e) of the
+ * phase's Q2-wide rows, at column dst of the block. */
+typedef struct sp_run {
+  int64_t dst, n, q0, q1, b, e;
+} sp_run;
+
+/* Per thread: col rows, the GEMM's output, the own GEMM's packing space, the block's runs. */
+static size_t slot_part(const nn_conv_geom *g, int64_t cols, int64_t kmax, int part) {
+  size_t o = al64((size_t)(kmax * cols) * g->esz);
+  if (part == 1) return o;
+  o += al64((size_t)(g->C * cols) * g->esz);
+  if (part == 2) return o;
+  o += g->esz == 4 ? al64(nn_gemm_ws_bytes()) : 0;
+  if (part == 3) return o;
+  return o + al64((size_t)cols * sizeof(sp_run));
+}
 static size_t slot_bytes(const nn_conv_geom *g) {
   int64_t cols, kmax;
   sizes(g, &cols, &kmax);
-  return al64((size_t)(kmax * cols) * g->esz) + al64((size_t)(g->C * cols) * g->esz) +
-         (g->esz == 4 ? al64(nn_gemm_ws_bytes()) : 0);
+  return slot_part(g, cols, kmax, 4);
 }
+
+#define SP_NO_LIBCALLS __attribute__((optimize("no-tree-loop-distribute-patterns")))
 
 size_t nn_subpix_ws_bytes(const nn_conv_geom *g) {
   return wp_bytes(g) + (size_t)omp_get_max_threads() * slot_bytes(g);
 }
 
 #define SP_KERNELS(T, SFX)                                                                     \
-  /* Every phase's sub-kernel: wp[woff[ph] + c*Kp + (f, a0, a1, a2)] = w[f][c][t0 + s*(A-1-a)  \
-   * per axis] (Kp = F*A0*A1*A2 of the phase). One pass over w, each (f, c) window read once \
-   * and its taps written to the phases' rows, contiguous (the tap-major order before wrote   \
-   * each element Kp apart: 40% of a 512 -> 256 channel 4x4 stride-2 forward). */             \
-  static void wprep_##SFX(T *restrict wp, const int64_t *woff, const T *restrict w,         \
-                          const nn_conv_geom *g, int64_t nph, const sp_axis (*xa)[3]) {      \
+  /* Every phase's sub-kernel in one pass over w (read once, in order): tap t of w[f][c] goes \
+   * to wp[dst[t] + c*cs[t] + f*fs[t]], its place wp[c][(f, a0, a1, a2)] in its phase's      \
+   * sub-kernel (taps t0 + s*(A-1-a) per axis). */                                           \
+  static void wprep_##SFX(T *restrict wp, const T *restrict w, const nn_conv_geom *g,       \
+                          const int64_t *dst, const int64_t *cs, const int64_t *fs) {         \
     for (int64_t c = 0; c < g->C; c++)                                                        \
       for (int64_t f = 0; f < g->F; f++) {                                                    \
-        const T *wf = w + (f * g->C + c) * g->KK;                                             \
-        for (int64_t ph = 0; ph < nph; ph++) {                                                \
-          const sp_axis *x = xa[ph];                                                          \
-          int64_t AA = x[0].A * x[1].A * x[2].A, r = 0;                                       \
-          T *restrict d = wp + woff[ph] + c * g->F * AA + f * AA;                             \
-          for (int64_t a0 = 0; a0 < x[0].A; a0++)                                             \
-            for (int64_t a1 = 0; a1 < x[1].A; a1++)                                           \
-              for (int64_t a2 = 0; a2 < x[2].A; a2++, r++) {                                  \
-                int64_t kd = x[0].t0 + g->s[0] * (x[0].A - 1 - a0);                           \
-                int64_t kh = x[1].t0 + g->s[1] * (x[1].A - 1 - a1);                           \
-                int64_t kw = x[2].t0 + g->s[2] * (x[2].A - 1 - a2);                           \
-                d[r] = wf[(kd * g->k[1] + kh) * g->k[2] + kw];                                \
-              }                                                                               \
-        }                                                                                     \
+        const T *restrict src = w + (f * g->C + c) * g->KK;                                   \
+        for (int64_t t = 0; t < g->KK; t++) wp[dst[t] + c * cs[t] + f * fs[t]] = src[t];      \
       }                                                                                       \
   }                                                                                           \
-  /* col[(f, a0, a1, a2)*ld + q - qa] = x[f][q0 + off0 + a0][q1 + off1 + a1][q2 + off2 + a2] (0  \
-   * outside) for the phase's positions q = (q0*Q1 + q1)*Q2 + q2 in [qa, qe). */              \
-  OPF_VEC static void im2col_##SFX(T *restrict col, int64_t ld, const T *restrict x,         \
-                                   const nn_conv_geom *g, const sp_axis *xa, int64_t qa,      \
-                                   int64_t qe) {                                              \
-    const int64_t D = g->out[0], H = g->out[1], W = g->out[2], Q1 = xa[1].Q, Q2 = xa[2].Q;    \
+  /* col[(f, a0, a1, a2)*ld + u.dst + q2 - u.b] = x[u.n][f][q0 + off0 + a0][q1 + off1 + a1]    \
+   * [q2 + off2 + a2] (0 outside) for each run u of the block (positions q2 in [u.b, u.e) of \
+   * row (u.q0, u.q1) of image u.n): the runs are as short as the phase's rows (7 positions  \
+   * for a 14-wide output and stride 2), so they are found once per block, not per col row, \
+   * and copied by plain loops, not library calls. */                                        \
+  SP_NO_LIBCALLS OPF_VEC static void im2col_##SFX(T *restrict col, int64_t ld,               \
+                                                  const T *restrict x, const nn_conv_geom *g, \
+                                                  const sp_axis *xa, const sp_run *run,       \
+                                                  int64_t nr) {                               \
+    const int64_t D = g->out[0], H = g->out[1], W = g->out[2], Q2 = xa[2].Q;                  \
     int64_t r = 0;                                                                            \
     for (int64_t f = 0; f < g->F; f++)                                                        \
       for (int64_t a0 = 0; a0 < xa[0].A; a0++)                                                \
         for (int64_t a1 = 0; a1 < xa[1].A; a1++)                                              \
           for (int64_t a2 = 0; a2 < xa[2].A; a2++, r++) {                                     \
             T *restrict d = col + r * ld;                                                     \
-            const int64_t o2 = xa[2].off + a2;                                                \
+            const int64_t o2 = xa[2].off + a2, d0 = xa[0].off + a0, d1 = xa[1].off + a1;      \
             /* q2 with 0 <= q2 + o2 < W */                                                    \
             int64_t lo = o2 < 0 ? -o2 : 0, hi = W - o2 < Q2 ? W - o2 : Q2;                    \
             if (hi < lo) hi = lo;                                                             \
-            for (int64_t q = qa; q < qe;) {                                                   \
-              int64_t row = q / Q2, b = q % Q2, e = Q2 - b < qe - q ? Q2 : b + qe - q;        \
-              int64_t i0 = row / Q1 + xa[0].off + a0, i1 = row % Q1 + xa[1].off + a1;         \
-              T *restrict o = d + (q - qa) - b; /* o[q2] for q2 in [b, e) */                  \
+            for (int64_t k = 0; k < nr; k++) {                                                \
+              const sp_run u = run[k];                                                        \
+              int64_t i0 = u.q0 + d0, i1 = u.q1 + d1;                                         \
+              T *restrict o = d + u.dst - u.b; /* o[q2] for q2 in [b, e) */                   \
               if (i0 < 0 || i0 >= D || i1 < 0 || i1 >= H) {                                   \
-                for (int64_t j = b; j < e; j++) o[j] = 0;                                     \
-              } else {                                                                        \
-                const T *restrict xr = x + ((f * D + i0) * H + i1) * W + o2;                  \
-                int64_t l = lo > b ? lo : b, h = hi < e ? hi : e;                             \
-                if (h < l) h = l;                                                             \
-                for (int64_t j = b; j < l; j++) o[j] = 0;                                     \
-                for (int64_t j = l; j < h; j++) o[j] = xr[j];                                 \
-                for (int64_t j = h; j < e; j++) o[j] = 0;                                     \
+                for (int64_t j = u.b; j < u.e; j++) o[j] = 0;                                 \
+                continue;                                                                     \
               }                                                                               \
-              q += e - b;                                                                     \
+              const T *restrict xr = x + (((u.n * g->F + f) * D + i0) * H + i1) * W + o2;     \
+              int64_t l = lo > u.b ? lo : u.b, h = hi < u.e ? hi : u.e;                       \
+              if (h < l) h = l;                                                               \
+              for (int64_t j = u.b; j < l; j++) o[j] = 0;                                     \
+              for (int64_t j = l; j < h; j++) o[j] = xr[j];                                   \
+              for (int64_t j = h; j < u.e; j++) o[j] = 0;                                     \
             }                                                                                 \
           }                                                                                   \
   }                                                                                           \
@@ -170,6 +188,7 @@ typedef struct sp_job {
   size_t slot_bytes;
   int64_t cols, kmax, nb; /* block width, largest col rows, blocks per phase (the most) */
   int64_t woff[SP_MAX_PHASES];
+  const char *apk[SP_MAX_PHASES]; /* phase sub-kernels packed for the own GEMM, or NULL */
 } sp_job;
 
 /* Item (phase ph, block bk): the phase's positions [ga, ge) of all images in a row (n*Q + q),
@@ -184,24 +203,33 @@ static void sp_item(const sp_job *j, int64_t ph, int64_t bk, char *slot) {
   int64_t ge = ga + j->cols < g->N * Q ? ga + j->cols : g->N * Q, ld = ge - ga;
   if (ga >= ge) return;
   int64_t Kp = g->F * xa[0].A * xa[1].A * xa[2].A;
-  char *col = slot, *Y = slot + al64((size_t)(j->kmax * j->cols) * e);
-  char *pk = e == 4 && !g->openblas ? Y + al64((size_t)(g->C * j->cols) * e) : NULL;
-  for (int pass = Kp ? 0 : 1; pass < 2; pass++) {
-    for (int64_t at = ga; at < ge;) { /* one image's part of the block */
-      int64_t n = at / Q, qa = at % Q, qe = Q < qa + ge - at ? Q : qa + ge - at;
-      const char *xn = j->x + (size_t)(n * g->F * g->P) * e;
-      char *yn = j->y + (size_t)(n * g->C * g->S) * e;
-      char *cb = col + (size_t)(at - ga) * e, *yb = Kp ? Y + (size_t)(at - ga) * e : NULL;
-      if (pass == 0 && j->dt == OPF_F32) im2col_f32((float *)cb, ld, (const float *)xn, g, xa, qa, qe);
-      else if (pass == 0) im2col_f64((double *)cb, ld, (const double *)xn, g, xa, qa, qe);
-      else if (j->dt == OPF_F32)
-        store_f32((float *)yn, (const float *)yb, ld, (const float *)j->bias, g, rr, xa, qa, qe);
-      else store_f64((double *)yn, (const double *)yb, ld, (const double *)j->bias, g, rr, xa, qa, qe);
-      at += qe - qa;
+  char *col = slot, *Y = slot + slot_part(g, j->cols, j->kmax, 1);
+  char *pk = e == 4 && !g->openblas ? slot + slot_part(g, j->cols, j->kmax, 2) : NULL;
+  sp_run *run = (sp_run *)(slot + slot_part(g, j->cols, j->kmax, 3));
+  if (Kp) { /* the block's runs, its col rows, Y = W_phase col */
+    int64_t nr = 0, Q1 = xa[1].Q, Q2 = xa[2].Q;
+    for (int64_t at = ga; at < ge; nr++) {
+      int64_t n = at / Q, q = at % Q, row = q / Q2, b = q % Q2;
+      int64_t end = Q2 - b < ge - at ? Q2 : b + ge - at;
+      run[nr] = (sp_run){at - ga, n, row / Q1, row % Q1, b, end};
+      at += end - b;
     }
-    if (pass == 0) /* between the two passes: Y = W_phase col */
+    if (j->dt == OPF_F32) im2col_f32((float *)col, ld, (const float *)j->x, g, xa, run, nr);
+    else im2col_f64((double *)col, ld, (const double *)j->x, g, xa, run, nr);
+    if (j->apk[ph] && nn_gemm_own(j->dt, g->C, ld, Kp))
+      nn_gemm_pre(0, 0, g->C, ld, Kp, NULL, 0, col, ld, 0.0, Y, ld, pk, j->apk[ph], NULL);
+    else
       nn_gemm(j->dt, 0, 0, g->C, ld, Kp, j->wp + (size_t)j->woff[ph] * e, Kp, col, ld, 0.0, Y, ld,
               pk);
+  }
+  for (int64_t at = ga; at < ge;) { /* the outputs, one image's part of the block at a time */
+    int64_t n = at / Q, qa = at % Q, qe = Q < qa + ge - at ? Q : qa + ge - at;
+    char *yn = j->y + (size_t)(n * g->C * g->S) * e;
+    char *yb = Kp ? Y + (size_t)(at - ga) * e : NULL;
+    if (j->dt == OPF_F32)
+      store_f32((float *)yn, (const float *)yb, ld, (const float *)j->bias, g, rr, xa, qa, qe);
+    else store_f64((double *)yn, (const double *)yb, ld, (const double *)j->bias, g, rr, xa, qa, qe);
+    at += qe - qa;
   }
 }
 
@@ -209,17 +237,40 @@ void nn_subpix_forward(const nn_conv_geom *g, opf_dtype dt, void *ws, size_t ws_
                        const void *x, const void *w, const void *b, void *y) {
   sp_job j = {.g = g, .dt = dt, .x = x, .bias = b, .y = y, .wp = ws};
   int64_t nph = g->s[0] * g->s[1] * g->s[2], off = 0, qmax = 0;
+  int64_t *dst = (int64_t *)((char *)ws + al64((size_t)(g->C * g->F * g->KK) * g->esz));
+  int64_t *cs = dst + g->KK, *fs = cs + g->KK;
+  char *pkd = (char *)dst + al64((size_t)(3 * g->KK) * 8);
   sizes(g, &j.cols, &j.kmax);
-  sp_axis xa[SP_MAX_PHASES][3];
-  for (int64_t ph = 0; ph < nph; ph++) {
-    phase_axes(g, ph, xa[ph]);
+  for (int64_t ph = 0; ph < nph; ph++) { /* where each tap goes */
+    sp_axis xa[3];
+    phase_axes(g, ph, xa);
+    int64_t Ap = xa[0].A * xa[1].A * xa[2].A, r = 0;
     j.woff[ph] = off;
-    off += g->C * g->F * xa[ph][0].A * xa[ph][1].A * xa[ph][2].A;
-    int64_t q = xa[ph][0].Q * xa[ph][1].Q * xa[ph][2].Q;
-    if (q > qmax) qmax = q;
+    for (int64_t a0 = 0; a0 < xa[0].A; a0++)
+      for (int64_t a1 = 0; a1 < xa[1].A; a1++)
+        for (int64_t a2 = 0; a2 < xa[2].A; a2++, r++) {
+          int64_t kd = xa[0].t0 + g->s[0] * (xa[0].A - 1 - a0);
+          int64_t kh = xa[1].t0 + g->s[1] * (xa[1].A - 1 - a1);
+          int64_t kw = xa[2].t0 + g->s[2] * (xa[2].A - 1 - a2);
+          int64_t t = (kd * g->k[1] + kh) * g->k[2] + kw;
+          dst[t] = off + r, cs[t] = g->F * Ap, fs[t] = Ap;
+        }
+    off += g->C * g->F * Ap;
+    if (xa[0].Q * xa[1].Q * xa[2].Q > qmax) qmax = xa[0].Q * xa[1].Q * xa[2].Q;
   }
-  if (dt == OPF_F32) wprep_f32(ws, j.woff, w, g, nph, (const sp_axis (*)[3])xa);
-  else wprep_f64(ws, j.woff, w, g, nph, (const sp_axis (*)[3])xa);
+  if (dt == OPF_F32) wprep_f32(ws, w, g, dst, cs, fs);
+  else wprep_f64(ws, w, g, dst, cs, fs);
+  for (int64_t ph = 0; ph < nph; ph++) { /* each packed for the own GEMM */
+    sp_axis xa[3];
+    phase_axes(g, ph, xa);
+    int64_t Kp = g->F * xa[0].A * xa[1].A * xa[2].A;
+    j.apk[ph] = NULL;
+    if (dt == OPF_F32 && !g->openblas && Kp && nn_gemm_own(dt, g->C, j.cols, Kp)) {
+      nn_gemm_pack(0, 0, g->C, Kp, (float *)ws + j.woff[ph], Kp, pkd);
+      j.apk[ph] = pkd;
+    }
+    pkd += pk_bytes(g, ph);
+  }
   j.nb = (g->N * qmax + j.cols - 1) / j.cols;
   j.slot_bytes = slot_bytes(g);
   j.slots = (char *)ws + wp_bytes(g);

@@ -17,12 +17,9 @@
  * gradient transforms read it, and its channel sums. */
 #include <string.h>
 
-#include "conv_core.h"
+#include "conv_wino.h"
 #include "linalg/linalg.h"
 
-#define WINO_M 4      /* output tile */
-#define WINO_A 6      /* input tile (alpha) */
-#define WINO_XI 36    /* transform points */
 /* Bytes of V plus M per work item: both stay in the core's L2 (1 MB on Zen 5) between the
  * input transform, the GEMMs and the output transform. */
 #define WINO_BLOCK_BYTES ((int64_t)1 << 20)
@@ -33,20 +30,6 @@ int nn_wino_fits(const nn_conv_geom *g, opf_dtype dt) {
          g->k[2] == 3 && g->s[1] == 1 && g->s[2] == 1 && g->d[1] == 1 && g->d[2] == 1 &&
          g->p[1] <= 2 && g->p[2] <= 2;
 }
-
-/* The plan of one Winograd convolution: src (N, Ci, Hi, Wi) to dst (N, Co, Ho, Wo), pads. */
-typedef struct wino_plan {
-  int64_t N, Ci, Co, Hi, Wi, Ho, Wo, ph, pw;
-  int nhwc;           /* channels last: each item's rows go through planar copies (slot T) */
-  int64_t TH, TW, rb; /* tiles down and across, tile rows per item */
-  int64_t Tb;         /* tiles per item (rb * TW) */
-  int own;            /* GEMMs by nn_gemm's own kernel (else OpenBLAS) */
-  /* the fused operators' additions (nn_wino_fuse): */
-  const float *wsc;   /* per weight row f of w (F, C, 3, 3): w[f] scaled by it, or NULL */
-  const float *mask;  /* the gy side counts only where mask > 0 (gy's layout), or NULL */
-  int relu;           /* output transform: max(y, 0) after the bias */
-  float *gsum;        /* weight gradient: per gy channel sums of the (masked) gy, or NULL */
-} wino_plan;
 
 static int u_packed(const wino_plan *p);
 
@@ -711,4 +694,28 @@ void nn_wino_data_grad_fused(const nn_conv_geom *g, void *ws, size_t ws_bytes, c
 void nn_wino_data_grad(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *gy,
                        const void *w, const void *bias, void *dx) {
   nn_wino_data_grad_fused(g, ws, ws_bytes, gy, w, bias, NULL, dx);
+}
+
+/* ---- the plan and transforms for the 3-D driver (conv_wino.h) ---- */
+void nn_wino_plan(wino_plan *p, int64_t N, int64_t Ci, int64_t Co, int64_t Hi, int64_t Wi,
+                  int64_t ph, int64_t pw, int own) {
+  plan_of(p, N, Ci, Co, Hi, Wi, ph, pw, 0, own);
+}
+void nn_wino_weights(float *U, float *wt, const float *w, const wino_plan *p, int flip) {
+  weight_transform(U, wt, w, p, flip);
+}
+void nn_wino_unweights(float *dw, const float *dU, const wino_plan *p) {
+  weight_untransform(dw, dU, p);
+}
+void nn_wino_input(float *V, int64_t vs, const float *xc, const wino_plan *p, int64_t ty0,
+                   int64_t rb, float *scratch) {
+  input_block(V, vs, xc, NULL, 0, p, ty0, rb, scratch);
+}
+void nn_wino_output(float *yc, const float *M, int64_t ms, const wino_plan *p, int64_t ty0,
+                    int64_t rb, float bias, float *scratch) {
+  output_block(yc, 0, M, ms, p, ty0, rb, bias, scratch);
+}
+void nn_wino_grad(float *G, int64_t ms, const float *gc, const wino_plan *p, int64_t ty0,
+                  int64_t rb, float *scratch) {
+  grad_block(G, ms, gc, NULL, 0, p, ty0, rb, NULL, scratch);
 }

@@ -360,7 +360,16 @@ static void test_gemm_own(void **state) {
  * forward and backward in float32 against float64 on the same generated inputs, 1 and 2
  * threads, shapes where those paths run (channels above the small products' limits, stride
  * 2 with odd sizes, padding, both layouts, N = 1 and odd N). */
-static void check_f32(const char *name, const char *spec) { ts_check_f32(name, spec, 1e-3); }
+/* float32 by algo (NN_ALGO_AUTO: the operator's default) against float64 */
+static int f32_algo;
+static int run_f32(const opf_op *op, opf_case *c) {
+  if (f32_algo == NN_ALGO_AUTO) return op->forward(c) || op->backward(c);
+  return nn_conv_op_run_fwd(c, f32_algo) || nn_conv_op_run_bwd(c, f32_algo);
+}
+static void check_f32(const char *name, const char *spec, int algo) {
+  f32_algo = algo;
+  ts_check_f32_by(name, spec, 1e-3, run_f32);
+}
 
 static void test_float32_paths(void **state) {
   (void)state;
@@ -382,12 +391,24 @@ static void test_float32_paths(void **state) {
       {"conv2d_batch_norm_relu", "x=1x24x9x21 filters=16 kernel=3 pad=2"},
       {"conv1d", "x=2x48x301 filters=40 kernel=3 stride=2 pad=1"},
       {"conv3d", "x=1x20x5x9x7 filters=40 kernel=3 stride=2 pad=1"},
+      /* 3-D Winograd (conv_wino3d.c; forced below where the default would not take it):
+       * partial tiles, pads 0-2, a 2-deep window, channels last, odd N, depth chunks (64
+       * channels on 28x29 planes: several chunks per image, the last one shorter), weight
+       * transforms in several chunks of output channels, the transposed convolution's passes */
+      {"conv3d", "x=3x17x6x9x11 filters=19 kernel=3 pad=1"},
+      {"conv3d", "x=1x6x9x11x18 filters=17 kernel=3 pad=1 layout=NDHWC"},
+      {"conv3d", "x=2x16x5x10x7 filters=16 kernel=3 kd=2 pad=0"},
+      {"conv3d", "x=1x16x4x7x6 filters=18 kernel=3 pad=2 b=none"},
+      {"conv3d", "x=1x64x10x28x29 filters=32 kernel=3 pad=1"},
+      {"conv3d_transpose", "x=2x20x5x9x7 filters=18 kernel=3 pad=1"},
+      {"conv3d_transpose", "x=1x5x6x9x20 filters=16 kernel=3 pad=1 layout=NDHWC"},
   };
   int saved = omp_get_max_threads();
   for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
     for (int threads = 1; threads <= 2; threads++) {
       omp_set_num_threads(threads);
-      check_f32(cases[k][0], cases[k][1]);
+      check_f32(cases[k][0], cases[k][1], NN_ALGO_AUTO);
+      if (!strncmp(cases[k][0], "conv3d", 6)) check_f32(cases[k][0], cases[k][1], NN_ALGO_FAST);
     }
   omp_set_num_threads(saved);
 }
@@ -428,7 +449,7 @@ static void test_float32_group_dilation(void **state) {
   for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
     for (int threads = 1; threads <= 2; threads++) {
       omp_set_num_threads(threads);
-      check_f32(cases[k][0], cases[k][1]);
+      check_f32(cases[k][0], cases[k][1], NN_ALGO_AUTO);
     }
   omp_set_num_threads(saved);
 }

@@ -25,6 +25,9 @@ void ts_case_ready(opf_case *c, const opf_op *op, opf_dtype dt, const char *spec
  * inputs (the float32-only kernels the float64 checks cannot reach): the output and every
  * input gradient within rtol; fails the current test otherwise. */
 void ts_check_f32(const char *name, const char *spec, double rtol);
+/* The same with the float32 side run by run32 (non-zero: failed), e.g. a forced algorithm. */
+void ts_check_f32_by(const char *name, const char *spec, double rtol,
+                     int (*run32)(const opf_op *, opf_case *));
 /* The registered operator called name; fails the current test when there is none. */
 const opf_op *ts_op(const char *name);
 /* opf_case_init(name, float32, spec) must fail with OPF_EINVAL and a message containing want. */
