@@ -359,6 +359,108 @@ typedef int64_t dw_i_f64 __attribute__((vector_size(DW_V)));
 DW_KERNELS(float, f32)
 DW_KERNELS(double, f64)
 
+/* ---- the direct NHWC kernels (multiplier 1, at least one vector of channels) ----
+ * Channels in the vector lanes, read straight from x / the gradient (no copies): a tap is a
+ * source pointer plus a pixel step. C not a multiple of the vector: the last vector is
+ * [C - V, C), overlapping the one before (stores recompute the same values; sums skip the
+ * lanes already counted). */
+#define DW_DIRECT(T, S)                                                                        \
+  /* P pixels j of y (pixel step ys elements), channels [c, c + V): init (or zero) + sum over \
+   * the taps of w[k] * src[k][j*ss], all P accumulators in registers over the taps. */       \
+  static inline __attribute__((always_inline)) void dw_dblk_##S(                              \
+      T *y, int64_t ys, const T *init, const T *const *src, int64_t ss, const T *const *w,    \
+      int64_t nt, int64_t c, int P) {                                                         \
+    typedef dw_v_##S vf;                                                                      \
+    vf a[8], z = {0};                                                                         \
+    _Pragma("GCC unroll 8") for (int q = 0; q < P; q++) {                                     \
+      if (init) memcpy(&a[q], init + c, sizeof a[q]);                                         \
+      else a[q] = z;                                                                          \
+    }                                                                                         \
+    for (int64_t k = 0; k < nt; k++) {                                                        \
+      vf wk;                                                                                  \
+      memcpy(&wk, w[k] + c, sizeof wk);                                                       \
+      const T *p = src[k] + c;                                                                \
+      _Pragma("GCC unroll 8") for (int q = 0; q < P; q++) {                                   \
+        vf v;                                                                                 \
+        memcpy(&v, p + q * ss, sizeof v);                                                     \
+        a[q] += wk * v;                                                                       \
+      }                                                                                       \
+    }                                                                                         \
+    _Pragma("GCC unroll 8") for (int q = 0; q < P; q++)                                       \
+      memcpy(y + q * ys + c, &a[q], sizeof a[q]);                                             \
+  }                                                                                           \
+  /* np pixels in blocks of 8 (then 4, then 1); a short last block is shifted back over      \
+   * pixels already written (the same values again). */                                      \
+  OPF_VEC static void dw_dir_##S(T *y, int64_t ys, const T *init, const T *const *src,        \
+                                 int64_t ss, const T *const *w, int64_t nt, int64_t np,       \
+                                 int64_t C) {                                                 \
+    enum { V = DW_V / sizeof(T) };                                                            \
+    const T *sp[1024];                                                                        \
+    int P = np >= 8 ? 8 : np >= 4 ? 4 : 1;                                                    \
+    for (int64_t j0 = 0; j0 < np; j0 += P) {                                                  \
+      int64_t j = j0 + P > np ? np - P : j0;                                                  \
+      for (int64_t k = 0; k < nt; k++) sp[k] = src[k] + j * ss;                               \
+      for (int64_t c0 = 0; c0 < C; c0 += V) {                                                 \
+        int64_t c = c0 + V > C ? C - V : c0;                                                  \
+        if (P == 8) dw_dblk_##S(y + j * ys, ys, init, sp, ss, w, nt, c, 8);                   \
+        else if (P == 4) dw_dblk_##S(y + j * ys, ys, init, sp, ss, w, nt, c, 4);              \
+        else dw_dblk_##S(y + j * ys, ys, init, sp, ss, w, nt, c, 1);                          \
+      }                                                                                       \
+    }                                                                                         \
+  }                                                                                           \
+  /* Up to 9 taps of one channel vector: out[k][c..] += sum_j g[j*gs] * src[k][j*ss] and     \
+   * bias[c..] += sum_j g[j*gs], the sums in registers over the np pixels; lanes below skip   \
+   * are not added (counted by the vector before). */                                         \
+  static inline __attribute__((always_inline)) void dw_dgrp_##S(                              \
+      T *const *out, T *bias, const T *g, int64_t gs, const T *const *src, int64_t ss,        \
+      int64_t np, int64_t c, int skip, int K) {                                               \
+    typedef dw_v_##S vf;                                                                      \
+    enum { V = DW_V / sizeof(T) };                                                            \
+    vf a[9], sb = {0}, z = {0};                                                               \
+    _Pragma("GCC unroll 9") for (int k = 0; k < K; k++) a[k] = z;                             \
+    for (int64_t j = 0; j < np; j++) {                                                        \
+      vf gv;                                                                                  \
+      memcpy(&gv, g + j * gs + c, sizeof gv);                                                 \
+      sb += gv;                                                                               \
+      _Pragma("GCC unroll 9") for (int k = 0; k < K; k++) {                                   \
+        vf v;                                                                                 \
+        memcpy(&v, src[k] + j * ss + c, sizeof v);                                            \
+        a[k] += gv * v;                                                                       \
+      }                                                                                       \
+    }                                                                                         \
+    _Pragma("GCC unroll 9") for (int k = 0; k < K; k++)                                       \
+      for (int l = skip; l < V; l++) out[k][c + l] += a[k][l];                                \
+    if (bias)                                                                                 \
+      for (int l = skip; l < V; l++) bias[c + l] += sb[l];                                    \
+  }                                                                                           \
+  /* dw and db partials of np pixels: every channel vector, the taps nine at a time (the     \
+   * bias with the first nine; with no tap, the bias alone). */                               \
+  OPF_VEC static void dw_ddots_##S(T *const *out, T *bias, const T *g, int64_t gs,            \
+                                   const T *const *src, int64_t ss, int64_t nt, int64_t np,   \
+                                   int64_t C) {                                               \
+    enum { V = DW_V / sizeof(T) };                                                            \
+    for (int64_t c0 = 0; c0 < C; c0 += V) {                                                   \
+      int64_t c = c0 + V > C ? C - V : c0;                                                    \
+      int skip = (int)(c0 - c);                                                               \
+      for (int64_t k0 = 0; k0 < (nt > 0 ? nt : 1); k0 += 9) {                                 \
+        int64_t nk = nt - k0 < 9 ? nt - k0 : 9;                                               \
+        T *b = k0 == 0 ? bias : NULL;                                                         \
+        switch (nk) {                                                                         \
+        case 9: dw_dgrp_##S(out + k0, b, g, gs, src + k0, ss, np, c, skip, 9); break;         \
+        case 5: dw_dgrp_##S(out + k0, b, g, gs, src + k0, ss, np, c, skip, 5); break;         \
+        case 3: dw_dgrp_##S(out + k0, b, g, gs, src + k0, ss, np, c, skip, 3); break;         \
+        default:                                                                              \
+          for (int64_t k = 0; k < nk; k++)                                                    \
+            dw_dgrp_##S(out + k0 + k, k ? NULL : b, g, gs, src + k0 + k, ss, np, c, skip, 1); \
+          if (nk <= 0 && b) dw_dgrp_##S(out, b, g, gs, src, ss, np, c, skip, 0);              \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
+  }
+
+DW_DIRECT(float, f32)
+DW_DIRECT(double, f64)
+
 typedef struct dw_kern {
   void (*taps1)(void *, int64_t, const void *, double, const void *const *, int64_t,
                 const void *, int64_t, int64_t, int64_t);
@@ -370,6 +472,10 @@ typedef struct dw_kern {
                       int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);
   void (*copy_rows)(void *, int64_t, const void *, int64_t, int64_t, int64_t);
   void (*unphase_row)(void *, const void *const *, int64_t, int64_t, int64_t, int64_t, int64_t);
+  void (*dir)(void *, int64_t, const void *, const void *const *, int64_t, const void *const *,
+              int64_t, int64_t, int64_t);
+  void (*ddots)(void *const *, void *, const void *, int64_t, const void *const *, int64_t,
+                int64_t, int64_t, int64_t);
 } dw_kern;
 
 /* taps1 takes its constant as a double for one table type; the wrappers narrow it. */
@@ -384,9 +490,11 @@ static void dw_taps1_f64w(void *y, int64_t ldy, const void *init, double b, cons
 
 static const dw_kern dw_kerns[2] = {
     {dw_taps1_f32w, (void *)dw_tapsv_f32, (void *)dw_dots_f32, (void *)dw_phase_plane_f32,
-     (void *)dw_copy_rows_f32, (void *)dw_unphase_row_f32},
+     (void *)dw_copy_rows_f32, (void *)dw_unphase_row_f32, (void *)dw_dir_f32,
+     (void *)dw_ddots_f32},
     {dw_taps1_f64w, (void *)dw_tapsv_f64, (void *)dw_dots_f64, (void *)dw_phase_plane_f64,
-     (void *)dw_copy_rows_f64, (void *)dw_unphase_row_f64}};
+     (void *)dw_copy_rows_f64, (void *)dw_unphase_row_f64, (void *)dw_dir_f64,
+     (void *)dw_ddots_f64}};
 
 /* ---- the work of one band ---- */
 typedef struct dw_ctx {
@@ -399,6 +507,8 @@ typedef struct dw_ctx {
   char *slots;
   size_t slot;
   int bwd;
+  int direct; /* the direct NHWC path (dw_direct_ok) */
+  int stage;  /* direct: 0 forward rows, 1 dx rows, 2 dw / db rows */
 } dw_ctx;
 
 typedef struct dw_slot {
@@ -594,6 +704,166 @@ static void dw_bwd_band(const dw_ctx *x, const dw_slot *sl, int64_t n, int64_t c
   }
 }
 
+/* ---- the direct NHWC path: rows of pixels, taps read in place ---- */
+/* Multiplier 1 and at least one vector of channels (the planes' channel padding and
+ * multiplier interleave are the phase path's). */
+static int dw_direct_ok(const dw_geom *g) {
+  return g->nhwc && g->M == 1 && g->C >= DW_V / (int64_t)g->es;
+}
+
+/* A tap of one row: source pixel j at element off + j*step of its image; valid for pixels
+ * [jlo, jhi); t indexes the weight table and the dw partials. */
+typedef struct dw_tap {
+  int64_t off, jlo, jhi, t;
+} dw_tap;
+
+/* Taps of output row oh reading x (forward and dw), pixel step s: only those valid
+ * somewhere in the row. */
+static int64_t dw_xtaps(const dw_geom *g, int64_t oh, dw_tap *tp) {
+  int64_t nt = 0;
+  for (int64_t kh = 0; kh < g->KH; kh++) {
+    int64_t ih = oh * g->s - g->ph + kh * g->dh;
+    if (ih < 0 || ih >= g->H) continue;
+    for (int64_t kw = 0; kw < g->KW; kw++) {
+      int64_t c0 = kw * g->dw - g->pw; /* input column of pixel 0 */
+      int64_t jlo = c0 >= 0 ? 0 : (-c0 + g->s - 1) / g->s;
+      int64_t jhi = c0 >= g->W ? 0 : (g->W - 1 - c0) / g->s + 1;
+      jhi = jhi < g->OW ? jhi : g->OW;
+      if (jlo >= jhi) continue;
+      tp[nt++] = (dw_tap){(ih * g->W + c0) * g->C, jlo, jhi, kh * g->KW + kw};
+    }
+  }
+  return nt;
+}
+
+/* Taps of input row ih, columns iw = r + j*s (the data gradient: the transposed
+ * convolution), reading the output gradient with pixel step 1; nj pixels. */
+static int64_t dw_gtaps(const dw_geom *g, int64_t ih, int64_t r, int64_t nj, dw_tap *tp) {
+  int64_t nt = 0, s = g->s;
+  for (int64_t kh = 0; kh < g->KH; kh++) {
+    int64_t num = ih + g->ph - kh * g->dh;
+    if (num < 0 || num % s || num / s >= g->OH) continue;
+    for (int64_t kw = 0; kw < g->KW; kw++) {
+      int64_t nc = r + g->pw - kw * g->dw;
+      if ((nc % s + s) % s) continue;
+      int64_t ow0 = nc / s; /* exact: the output column of pixel 0 */
+      int64_t jlo = ow0 < 0 ? -ow0 : 0, jhi = g->OW - ow0 < nj ? g->OW - ow0 : nj;
+      if (jlo >= jhi) continue;
+      tp[nt++] = (dw_tap){(num / s * g->OW + ow0) * g->C, jlo, jhi, kh * g->KW + kw};
+    }
+  }
+  return nt;
+}
+
+/* Pixels [a, b) where every tap is valid (a = b = np when none is). */
+static void dw_span(const dw_tap *tp, int64_t nt, int64_t np, int64_t *a, int64_t *b) {
+  *a = 0, *b = np;
+  for (int64_t k = 0; k < nt; k++) {
+    *a = tp[k].jlo > *a ? tp[k].jlo : *a;
+    *b = tp[k].jhi < *b ? tp[k].jhi : *b;
+  }
+  if (*a >= *b) *a = *b = np;
+}
+
+/* Pixels of a row outside the span, one at a time with the taps valid there: the next one
+ * from *j (returns 0 past np), its tap count in *n and sources in src (and idx: the taps). */
+static int dw_edge(const dw_tap *tp, int64_t nt, int64_t np, int64_t a, int64_t b, int64_t *j,
+                   int64_t *n, int64_t *idx) {
+  if (*j == a && b > a) *j = b;
+  if (*j >= np) return 0;
+  *n = 0;
+  for (int64_t k = 0; k < nt; k++)
+    if (*j >= tp[k].jlo && *j < tp[k].jhi) idx[(*n)++] = k;
+  return 1;
+}
+
+/* One row through the dir kernel: pixels j < np of y (pixel step ys elements) = init +
+ * taps of base (pixel step ss). */
+static void dw_row_dir(const dw_ctx *x, char *y, int64_t ys, const char *init, const char *base,
+                       const dw_tap *tp, int64_t nt, int64_t ss, int64_t np) {
+  const dw_geom *g = &x->g;
+  size_t es = g->es;
+  const void *src[1024], *wt[1024];
+  int64_t idx[1024], a, b, n;
+  dw_span(tp, nt, np, &a, &b);
+  if (a < b) {
+    for (int64_t k = 0; k < nt; k++) {
+      src[k] = base + (size_t)(tp[k].off + a * ss) * es;
+      wt[k] = x->tab + (size_t)(tp[k].t * g->u) * es;
+    }
+    x->k->dir(y + (size_t)(a * ys) * es, ys, init, src, ss, wt, nt, b - a, g->C);
+  }
+  for (int64_t j = 0; dw_edge(tp, nt, np, a, b, &j, &n, idx); j++) {
+    for (int64_t i = 0; i < n; i++) {
+      src[i] = base + (size_t)(tp[idx[i]].off + j * ss) * es;
+      wt[i] = x->tab + (size_t)(tp[idx[i]].t * g->u) * es;
+    }
+    x->k->dir(y + (size_t)(j * ys) * es, ys, init, src, ss, wt, n, 1, g->C);
+  }
+}
+
+/* One row's dw / db partials: gradient row gr (pixel step C) against the taps of base. */
+static void dw_row_dots(const dw_ctx *x, const dw_slot *sl, int wgrad, int bgrad, const char *gr,
+                        const char *base, const dw_tap *tp, int64_t nt, int64_t ss, int64_t np) {
+  const dw_geom *g = &x->g;
+  size_t es = g->es;
+  const void *src[1024];
+  void *out[1024];
+  int64_t idx[1024], a, b, n, C = g->C;
+  if (!wgrad) nt = 0;
+  dw_span(tp, nt, np, &a, &b);
+  void *db = bgrad ? sl->dbp : NULL;
+  if (a < b) {
+    for (int64_t k = 0; k < nt; k++) {
+      src[k] = base + (size_t)(tp[k].off + a * ss) * es;
+      out[k] = sl->dwp + (size_t)(tp[k].t * g->u) * es;
+    }
+    x->k->ddots(out, db, gr + (size_t)(a * C) * es, C, src, ss, nt, b - a, C);
+  }
+  for (int64_t j = 0; dw_edge(tp, nt, np, a, b, &j, &n, idx); j++) {
+    for (int64_t i = 0; i < n; i++) {
+      src[i] = base + (size_t)(tp[idx[i]].off + j * ss) * es;
+      out[i] = sl->dwp + (size_t)(tp[idx[i]].t * g->u) * es;
+    }
+    x->k->ddots(out, db, gr + (size_t)(j * C) * es, C, src, ss, n, 1, C);
+  }
+}
+
+/* Rows [lo, hi) of the current stage: forward and dw rows are (n, oh), dx rows (n, ih). */
+static void dw_ditems(void *p, int64_t lo, int64_t hi, int t) {
+  const dw_ctx *x = p;
+  const dw_geom *g = &x->g;
+  opf_case *c = x->c;
+  size_t es = g->es;
+  int64_t C = g->C, s = g->s;
+  dw_slot sl;
+  dw_slot_of(x, t, &sl);
+  dw_tap tp[1024];
+  const char *xd = c->in[IN_X].data, *gd = c->gout[0].data;
+  for (int64_t it = lo; it < hi; it++) {
+    if (x->stage == 1) { /* dx row: s column classes */
+      int64_t n = it / g->H, ih = it % g->H;
+      char *dx = (char *)c->gin[IN_X].data + (size_t)((n * g->H + ih) * g->W * C) * es;
+      const char *gi = gd + (size_t)(n * g->OH * g->OW * C) * es;
+      for (int64_t r = 0; r < s && r < g->W; r++) {
+        int64_t nj = (g->W - r + s - 1) / s, nt = dw_gtaps(g, ih, r, nj, tp);
+        dw_row_dir(x, dx + (size_t)(r * C) * es, s * C, NULL, gi, tp, nt, C, nj);
+      }
+      continue;
+    }
+    int64_t n = it / g->OH, oh = it % g->OH, nt = dw_xtaps(g, oh, tp);
+    const char *xi = xd + (size_t)(n * g->H * g->W * C) * es;
+    size_t row = (size_t)((n * g->OH + oh) * g->OW * C) * es;
+    if (x->stage == 0) {
+      const char *bt = x->tab + (size_t)(g->KK * g->u) * es; /* bias or zeros */
+      dw_row_dir(x, (char *)c->out[0].data + row, C, bt, xi, tp, nt, s * C, g->OW);
+    } else {
+      dw_row_dots(x, &sl, c->gin[IN_W].data != NULL, c->present[IN_B] && c->gin[IN_B].data,
+                  gd + row, xi, tp, nt, s * C, g->OW);
+    }
+  }
+}
+
 /* ---- items, infer, passes ---- */
 static void dw_items(void *p, int64_t lo, int64_t hi, int t) {
   const dw_ctx *x = p;
@@ -686,9 +956,11 @@ static void dw_setup(opf_case *c, dw_ctx *x, int bwd) {
     }
 }
 
-static void dw_run(opf_case *c, int bwd) {
+/* One pass; phase: the phase-plane path even where the direct one applies. */
+static void dw_run(opf_case *c, int bwd, int phase) {
   dw_ctx x;
   dw_setup(c, &x, bwd);
+  x.direct = !phase && dw_direct_ok(&x.g);
   const dw_geom *g = &x.g;
   int cap = (int)((c->ws_bytes - dw_table_bytes(g)) / x.slot);
   int64_t items = g->N * (g->nhwc ? 1 : g->C) * g->nb;
@@ -700,7 +972,15 @@ static void dw_run(opf_case *c, int bwd) {
       dw_slot_of(&x, k, &sl);
       memset(sl.dwp, 0, part);
     }
-  rs_run_items(items, work, cap, dw_items, &x);
+  if (!x.direct) {
+    rs_run_items(items, work, cap, dw_items, &x);
+  } else if (!bwd) {
+    rs_run_items(g->N * g->OH, work, cap, dw_ditems, &x);
+  } else {
+    if (c->gin[IN_X].data) x.stage = 1, rs_run_items(g->N * g->H, work, cap, dw_ditems, &x);
+    if (c->gin[IN_W].data || (c->present[IN_B] && c->gin[IN_B].data))
+      x.stage = 2, rs_run_items(g->N * g->OH, work, cap, dw_ditems, &x);
+  }
   if (!bwd) return;
   void *dw = c->gin[IN_W].data, *db = c->present[IN_B] ? c->gin[IN_B].data : NULL;
   if (dw) memset(dw, 0, (size_t)(g->CM * g->KK) * g->es);
@@ -724,12 +1004,22 @@ static void dw_run(opf_case *c, int bwd) {
 }
 
 static int dw_forward(opf_case *c) {
-  dw_run(c, 0);
+  dw_run(c, 0, 0);
   return OPF_OK;
 }
 
 static int dw_backward(opf_case *c) {
-  dw_run(c, 1);
+  dw_run(c, 1, 0);
+  return OPF_OK;
+}
+
+static int dw_forward_phase(opf_case *c) {
+  dw_run(c, 0, 1);
+  return OPF_OK;
+}
+
+static int dw_backward_phase(opf_case *c) {
+  dw_run(c, 1, 1);
   return OPF_OK;
 }
 
@@ -849,3 +1139,12 @@ OPPERF_OP(depthwise_conv2d) = {
     .flops = dw_flops,
     .bytes = dw_bytes,
 };
+
+/* The phase-plane algorithm everywhere (the default's only one before the direct NHWC path). */
+OPPERF_IMPL(depthwise_conv2d_phase) = {.abi = OPF_OP_ABI,
+                                       .name = "phase",
+                                       .implements = "depthwise_conv2d",
+                                       .summary = "zero-padded phase planes per band of rows, "
+                                                  "NCHW and NHWC (the default's NCHW path)",
+                                       .forward = dw_forward_phase,
+                                       .backward = dw_backward_phase};
