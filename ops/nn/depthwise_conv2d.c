@@ -390,15 +390,20 @@ DW_KERNELS(double, f64)
       memcpy(y + q * ys + c, &a[q], sizeof a[q]);                                             \
   }                                                                                           \
   /* np pixels in blocks of 8 (then 4, then 1); a short last block is shifted back over      \
-   * pixels already written (the same values again). */                                      \
+   * pixels already written (the same values again). The pfn bytes at pf (the rows the next  \
+   * call reads first, NULL for none) are prefetched spread over the blocks: streaming from   \
+   * memory, the hardware prefetchers alone leave these first reads waiting. */               \
   OPF_VEC static void dw_dir_##S(T *y, int64_t ys, const T *init, const T *const *src,        \
                                  int64_t ss, const T *const *w, int64_t nt, int64_t np,       \
-                                 int64_t C) {                                                 \
+                                 int64_t C, const char *pf, int64_t pfn) {                    \
     enum { V = DW_V / sizeof(T) };                                                            \
     const T *sp[1024];                                                                        \
     int P = np >= 8 ? 8 : np >= 4 ? 4 : 1;                                                    \
+    int64_t lines = pf ? (pfn + 63) / 64 : 0;                                                 \
     for (int64_t j0 = 0; j0 < np; j0 += P) {                                                  \
       int64_t j = j0 + P > np ? np - P : j0;                                                  \
+      int64_t l1 = (j0 + P < np ? j0 + P : np) * lines / np;                                  \
+      for (int64_t l = j0 * lines / np; l < l1; l++) __builtin_prefetch(pf + l * 64);         \
       for (int64_t k = 0; k < nt; k++) sp[k] = src[k] + j * ss;                               \
       for (int64_t c0 = 0; c0 < C; c0 += V) {                                                 \
         int64_t c = c0 + V > C ? C - V : c0;                                                  \
@@ -428,19 +433,40 @@ DW_KERNELS(double, f64)
         a[k] += gv * v;                                                                       \
       }                                                                                       \
     }                                                                                         \
-    _Pragma("GCC unroll 9") for (int k = 0; k < K; k++)                                       \
+    if (!skip) {                                                                              \
+      _Pragma("GCC unroll 9") for (int k = 0; k < K; k++) {                                   \
+        vf o;                                                                                 \
+        memcpy(&o, out[k] + c, sizeof o);                                                     \
+        o += a[k];                                                                            \
+        memcpy(out[k] + c, &o, sizeof o);                                                     \
+      }                                                                                       \
+      if (bias) {                                                                             \
+        vf o;                                                                                 \
+        memcpy(&o, bias + c, sizeof o);                                                       \
+        o += sb;                                                                              \
+        memcpy(bias + c, &o, sizeof o);                                                       \
+      }                                                                                       \
+      return;                                                                                 \
+    }                                                                                         \
+    for (int k = 0; k < K; k++)                                                               \
       for (int l = skip; l < V; l++) out[k][c + l] += a[k][l];                                \
     if (bias)                                                                                 \
       for (int l = skip; l < V; l++) bias[c + l] += sb[l];                                    \
   }                                                                                           \
   /* dw and db partials of np pixels: every channel vector, the taps nine at a time (the     \
-   * bias with the first nine; with no tap, the bias alone). */                               \
+   * bias with the first nine; with no tap, the bias alone). pf[2] / pfn[2]: two ranges to    \
+   * prefetch, spread over the channel vectors (as in dir). */                                \
   OPF_VEC static void dw_ddots_##S(T *const *out, T *bias, const T *g, int64_t gs,            \
                                    const T *const *src, int64_t ss, int64_t nt, int64_t np,   \
-                                   int64_t C) {                                               \
+                                   int64_t C, const char *const *pf, const int64_t *pfn) {    \
     enum { V = DW_V / sizeof(T) };                                                            \
     for (int64_t c0 = 0; c0 < C; c0 += V) {                                                   \
-      int64_t c = c0 + V > C ? C - V : c0;                                                    \
+      int64_t c = c0 + V > C ? C - V : c0, ce = c0 + V < C ? c0 + V : C;                      \
+      for (int i = 0; pf && i < 2; i++) {                                                     \
+        int64_t lines = pf[i] ? (pfn[i] + 63) / 64 : 0;                                       \
+        for (int64_t l = c0 * lines / C; l < ce * lines / C; l++)                             \
+          __builtin_prefetch(pf[i] + l * 64);                                                 \
+      }                                                                                       \
       int skip = (int)(c0 - c);                                                               \
       for (int64_t k0 = 0; k0 < (nt > 0 ? nt : 1); k0 += 9) {                                 \
         int64_t nk = nt - k0 < 9 ? nt - k0 : 9;                                               \
@@ -473,9 +499,9 @@ typedef struct dw_kern {
   void (*copy_rows)(void *, int64_t, const void *, int64_t, int64_t, int64_t);
   void (*unphase_row)(void *, const void *const *, int64_t, int64_t, int64_t, int64_t, int64_t);
   void (*dir)(void *, int64_t, const void *, const void *const *, int64_t, const void *const *,
-              int64_t, int64_t, int64_t);
+              int64_t, int64_t, int64_t, const char *, int64_t);
   void (*ddots)(void *const *, void *, const void *, int64_t, const void *const *, int64_t,
-                int64_t, int64_t, int64_t);
+                int64_t, int64_t, int64_t, const char *const *, const int64_t *);
 } dw_kern;
 
 /* taps1 takes its constant as a double for one table type; the wrappers narrow it. */
@@ -778,9 +804,10 @@ static int dw_edge(const dw_tap *tp, int64_t nt, int64_t np, int64_t a, int64_t 
 }
 
 /* One row through the dir kernel: pixels j < np of y (pixel step ys elements) = init +
- * taps of base (pixel step ss). */
+ * taps of base (pixel step ss); [pf, pf + pfn) prefetched meanwhile. */
 static void dw_row_dir(const dw_ctx *x, char *y, int64_t ys, const char *init, const char *base,
-                       const dw_tap *tp, int64_t nt, int64_t ss, int64_t np) {
+                       const dw_tap *tp, int64_t nt, int64_t ss, int64_t np, const char *pf,
+                       int64_t pfn) {
   const dw_geom *g = &x->g;
   size_t es = g->es;
   const void *src[1024], *wt[1024];
@@ -791,20 +818,22 @@ static void dw_row_dir(const dw_ctx *x, char *y, int64_t ys, const char *init, c
       src[k] = base + (size_t)(tp[k].off + a * ss) * es;
       wt[k] = x->tab + (size_t)(tp[k].t * g->u) * es;
     }
-    x->k->dir(y + (size_t)(a * ys) * es, ys, init, src, ss, wt, nt, b - a, g->C);
+    x->k->dir(y + (size_t)(a * ys) * es, ys, init, src, ss, wt, nt, b - a, g->C, pf, pfn);
   }
   for (int64_t j = 0; dw_edge(tp, nt, np, a, b, &j, &n, idx); j++) {
     for (int64_t i = 0; i < n; i++) {
       src[i] = base + (size_t)(tp[idx[i]].off + j * ss) * es;
       wt[i] = x->tab + (size_t)(tp[idx[i]].t * g->u) * es;
     }
-    x->k->dir(y + (size_t)(j * ys) * es, ys, init, src, ss, wt, n, 1, g->C);
+    x->k->dir(y + (size_t)(j * ys) * es, ys, init, src, ss, wt, n, 1, g->C, NULL, 0);
   }
 }
 
-/* One row's dw / db partials: gradient row gr (pixel step C) against the taps of base. */
+/* One row's dw / db partials: gradient row gr (pixel step C) against the taps of base; the
+ * ranges pf[2] / pfn[2] prefetched meanwhile. */
 static void dw_row_dots(const dw_ctx *x, const dw_slot *sl, int wgrad, int bgrad, const char *gr,
-                        const char *base, const dw_tap *tp, int64_t nt, int64_t ss, int64_t np) {
+                        const char *base, const dw_tap *tp, int64_t nt, int64_t ss, int64_t np,
+                        const char *const *pf, const int64_t *pfn) {
   const dw_geom *g = &x->g;
   size_t es = g->es;
   const void *src[1024];
@@ -818,15 +847,39 @@ static void dw_row_dots(const dw_ctx *x, const dw_slot *sl, int wgrad, int bgrad
       src[k] = base + (size_t)(tp[k].off + a * ss) * es;
       out[k] = sl->dwp + (size_t)(tp[k].t * g->u) * es;
     }
-    x->k->ddots(out, db, gr + (size_t)(a * C) * es, C, src, ss, nt, b - a, C);
+    x->k->ddots(out, db, gr + (size_t)(a * C) * es, C, src, ss, nt, b - a, C, pf, pfn);
   }
   for (int64_t j = 0; dw_edge(tp, nt, np, a, b, &j, &n, idx); j++) {
     for (int64_t i = 0; i < n; i++) {
       src[i] = base + (size_t)(tp[idx[i]].off + j * ss) * es;
       out[i] = sl->dwp + (size_t)(tp[idx[i]].t * g->u) * es;
     }
-    x->k->ddots(out, db, gr + (size_t)(j * C) * es, C, src, ss, n, 1, C);
+    x->k->ddots(out, db, gr + (size_t)(j * C) * es, C, src, ss, n, 1, C, NULL, NULL);
   }
+}
+
+/* Last input row an item's row reads (-1 for none): x rows for output row i (forward, dw),
+ * gradient rows for input row i (dx). */
+static int64_t dw_last_row(const dw_geom *g, int stage, int64_t i) {
+  int64_t r = stage == 1 ? (i + g->ph) / g->s : i * g->s - g->ph + (g->KH - 1) * g->dh;
+  int64_t top = stage == 1 ? g->OH - 1 : g->H - 1;
+  return r < top ? r : top;
+}
+
+/* The rows item it + 1 reads first (none read by item it), to prefetch during item it:
+ * their bytes, from *pf (x or the gradient). */
+static int64_t dw_next_rows(const dw_ctx *x, int64_t it, int64_t items, const char **pf) {
+  const dw_geom *g = &x->g;
+  if (it + 1 >= items) return 0;
+  int st = x->stage;
+  int64_t per = st == 1 ? g->H : g->OH, hin = st == 1 ? g->OH : g->H, win = st == 1 ? g->OW : g->W;
+  int64_t n = it / per, n1 = (it + 1) / per;
+  int64_t lo = n1 == n ? dw_last_row(g, st, it % per) + 1 : 0, hi = dw_last_row(g, st, (it + 1) % per);
+  if (lo < 0) lo = 0;
+  if (hi < lo) return 0;
+  const char *base = st == 1 ? x->c->gout[0].data : x->c->in[IN_X].data;
+  *pf = base + (size_t)((n1 * hin + lo) * win * g->C) * g->es;
+  return (hi - lo + 1) * win * g->C * (int64_t)g->es;
 }
 
 /* Rows [lo, hi) of the current stage: forward and dw rows are (n, oh), dx rows (n, ih). */
@@ -840,14 +893,18 @@ static void dw_ditems(void *p, int64_t lo, int64_t hi, int t) {
   dw_slot_of(x, t, &sl);
   dw_tap tp[1024];
   const char *xd = c->in[IN_X].data, *gd = c->gout[0].data;
+  int64_t items = x->stage == 1 ? g->N * g->H : g->N * g->OH;
   for (int64_t it = lo; it < hi; it++) {
+    const char *pf = NULL;
+    int64_t pfn = dw_next_rows(x, it, items, &pf);
     if (x->stage == 1) { /* dx row: s column classes */
       int64_t n = it / g->H, ih = it % g->H;
       char *dx = (char *)c->gin[IN_X].data + (size_t)((n * g->H + ih) * g->W * C) * es;
       const char *gi = gd + (size_t)(n * g->OH * g->OW * C) * es;
       for (int64_t r = 0; r < s && r < g->W; r++) {
         int64_t nj = (g->W - r + s - 1) / s, nt = dw_gtaps(g, ih, r, nj, tp);
-        dw_row_dir(x, dx + (size_t)(r * C) * es, s * C, NULL, gi, tp, nt, C, nj);
+        dw_row_dir(x, dx + (size_t)(r * C) * es, s * C, NULL, gi, tp, nt, C, nj, r ? NULL : pf,
+                   pfn);
       }
       continue;
     }
@@ -856,10 +913,13 @@ static void dw_ditems(void *p, int64_t lo, int64_t hi, int t) {
     size_t row = (size_t)((n * g->OH + oh) * g->OW * C) * es;
     if (x->stage == 0) {
       const char *bt = x->tab + (size_t)(g->KK * g->u) * es; /* bias or zeros */
-      dw_row_dir(x, (char *)c->out[0].data + row, C, bt, xi, tp, nt, s * C, g->OW);
+      dw_row_dir(x, (char *)c->out[0].data + row, C, bt, xi, tp, nt, s * C, g->OW, pf, pfn);
     } else {
+      /* the next x rows and the next gradient row */
+      const char *pfs[2] = {pf, it + 1 < items ? gd + row + (size_t)(g->OW * C) * es : NULL};
+      int64_t pfns[2] = {pfn, g->OW * C * (int64_t)es};
       dw_row_dots(x, &sl, c->gin[IN_W].data != NULL, c->present[IN_B] && c->gin[IN_B].data,
-                  gd + row, xi, tp, nt, s * C, g->OW);
+                  gd + row, xi, tp, nt, s * C, g->OW, pfs, pfns);
     }
   }
 }
