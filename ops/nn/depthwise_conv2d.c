@@ -389,28 +389,68 @@ DW_KERNELS(double, f64)
     _Pragma("GCC unroll 8") for (int q = 0; q < P; q++)                                       \
       memcpy(y + q * ys + c, &a[q], sizeof a[q]);                                             \
   }                                                                                           \
-  /* np pixels in blocks of 8 (then 4, then 1); a short last block is shifted back over      \
-   * pixels already written (the same values again). The pfn bytes at pf (the rows the next  \
-   * call reads first, NULL for none) are prefetched spread over the blocks: streaming from   \
-   * memory, the hardware prefetchers alone leave these first reads waiting. */               \
+  /* The same for taps in rows of three adjacent pixels (3 wide, dilation 1: src[k + i] =    \
+   * src[k] + i*C) and pixel step ss = S*C, S = 1 or 2: each input vector of a row is loaded  \
+   * once for the up to three outputs it feeds ((P - 1)*S + 3 loads for 3P FMAs, not 3P).    \
+   * (3x3 rows of 512 channels: the 2 KiB pixel pitch puts a row's loads of one channel      \
+   * vector in two L1 sets, so every load saved is an L2 read saved.) */                     \
+  static inline __attribute__((always_inline)) void dw_dblk3_##S(                             \
+      T *y, int64_t ys, const T *init, const T *const *src, int64_t C, const T *const *w,     \
+      int64_t nt, int64_t c, int P, int St) {                                                 \
+    typedef dw_v_##S vf;                                                                      \
+    vf a[8], z = {0};                                                                         \
+    _Pragma("GCC unroll 8") for (int q = 0; q < P; q++) {                                     \
+      if (init) memcpy(&a[q], init + c, sizeof a[q]);                                         \
+      else a[q] = z;                                                                          \
+    }                                                                                         \
+    for (int64_t k = 0; k < nt; k += 3) {                                                     \
+      vf wk[3];                                                                               \
+      for (int i = 0; i < 3; i++) memcpy(&wk[i], w[k + i] + c, sizeof wk[i]);                 \
+      const T *p = src[k] + c;                                                                \
+      _Pragma("GCC unroll 17") for (int e = 0; e < (P - 1) * St + 3; e++) {                   \
+        vf v;                                                                                 \
+        memcpy(&v, p + e * C, sizeof v);                                                      \
+        _Pragma("GCC unroll 3") for (int i = 0; i < 3; i++) {                                 \
+          int q = (e - i) / St;                                                               \
+          if (e >= i && (e - i) % St == 0 && q < P) a[q] += wk[i] * v;                        \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
+    _Pragma("GCC unroll 8") for (int q = 0; q < P; q++)                                       \
+      memcpy(y + q * ys + c, &a[q], sizeof a[q]);                                             \
+  }                                                                                           \
+  /* np pixels in blocks of 8 while they last, then of 4 (the last one shifted back over     \
+   * pixels already written: the same values again), single pixels only in rows under 4.    \
+   * The pfn bytes at pf (the rows the next call reads first, NULL for none) are prefetched   \
+   * spread over the blocks: streaming from memory, the hardware prefetchers alone leave      \
+   * these first reads waiting. */                                                            \
   OPF_VEC static void dw_dir_##S(T *y, int64_t ys, const T *init, const T *const *src,        \
                                  int64_t ss, const T *const *w, int64_t nt, int64_t np,       \
                                  int64_t C, const char *pf, int64_t pfn) {                    \
     enum { V = DW_V / sizeof(T) };                                                            \
     const T *sp[1024];                                                                        \
-    int P = np >= 8 ? 8 : np >= 4 ? 4 : 1;                                                    \
     int64_t lines = pf ? (pfn + 63) / 64 : 0;                                                 \
-    for (int64_t j0 = 0; j0 < np; j0 += P) {                                                  \
-      int64_t j = j0 + P > np ? np - P : j0;                                                  \
-      int64_t l1 = (j0 + P < np ? j0 + P : np) * lines / np;                                  \
-      for (int64_t l = j0 * lines / np; l < l1; l++) __builtin_prefetch(pf + l * 64);         \
+    int row3 = nt % 3 == 0 && (ss == C || ss == 2 * C); /* rows of 3 adjacent taps */         \
+    for (int64_t k = 0; row3 && k < nt; k += 3)                                               \
+      row3 = src[k + 1] == src[k] + C && src[k + 2] == src[k] + 2 * C;                        \
+    for (int64_t j0 = 0; j0 < np;) {                                                          \
+      int P = np - j0 >= 8 ? 8 : np >= 4 ? 4 : 1;                                             \
+      int64_t j = j0 + P > np ? np - P : j0, j1 = j + P;                                      \
+      for (int64_t l = j0 * lines / np; l < j1 * lines / np; l++)                             \
+        __builtin_prefetch(pf + l * 64);                                                      \
       for (int64_t k = 0; k < nt; k++) sp[k] = src[k] + j * ss;                               \
+      T *yj = y + j * ys;                                                                     \
       for (int64_t c0 = 0; c0 < C; c0 += V) {                                                 \
         int64_t c = c0 + V > C ? C - V : c0;                                                  \
-        if (P == 8) dw_dblk_##S(y + j * ys, ys, init, sp, ss, w, nt, c, 8);                   \
-        else if (P == 4) dw_dblk_##S(y + j * ys, ys, init, sp, ss, w, nt, c, 4);              \
-        else dw_dblk_##S(y + j * ys, ys, init, sp, ss, w, nt, c, 1);                          \
+        if (row3 && ss == C && P == 8) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, c, 8, 1);     \
+        else if (row3 && P == 8) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, c, 8, 2);           \
+        else if (row3 && ss == C && P == 4) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, c, 4, 1); \
+        else if (row3 && P == 4) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, c, 4, 2);           \
+        else if (P == 8) dw_dblk_##S(yj, ys, init, sp, ss, w, nt, c, 8);                      \
+        else if (P == 4) dw_dblk_##S(yj, ys, init, sp, ss, w, nt, c, 4);                      \
+        else dw_dblk_##S(yj, ys, init, sp, ss, w, nt, c, 1);                                  \
       }                                                                                       \
+      j0 = j1;                                                                                \
     }                                                                                         \
   }                                                                                           \
   /* Up to 9 taps of one channel vector: out[k][c..] += sum_j g[j*gs] * src[k][j*ss] and     \
@@ -769,7 +809,7 @@ static int64_t dw_gtaps(const dw_geom *g, int64_t ih, int64_t r, int64_t nj, dw_
   for (int64_t kh = 0; kh < g->KH; kh++) {
     int64_t num = ih + g->ph - kh * g->dh;
     if (num < 0 || num % s || num / s >= g->OH) continue;
-    for (int64_t kw = 0; kw < g->KW; kw++) {
+    for (int64_t kw = g->KW - 1; kw >= 0; kw--) { /* sources ascending */
       int64_t nc = r + g->pw - kw * g->dw;
       if ((nc % s + s) % s) continue;
       int64_t ow0 = nc / s; /* exact: the output column of pixel 0 */
