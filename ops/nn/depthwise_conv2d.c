@@ -359,169 +359,215 @@ typedef int64_t dw_i_f64 __attribute__((vector_size(DW_V)));
 DW_KERNELS(float, f32)
 DW_KERNELS(double, f64)
 
+/* Prefetch share of pixels [j0, j1) of np: of the nl[i] lines from pf[i], i < 2 (pf NULL:
+ * none). */
+static inline __attribute__((always_inline)) void dw_pf2(const char *const *pf, const int64_t *nl,
+                                                         int64_t j0, int64_t j1, int64_t np) {
+  for (int i = 0; pf && i < 2; i++)
+    for (int64_t l = j0 * nl[i] / np; l < j1 * nl[i] / np; l++) __builtin_prefetch(pf[i] + l * 64);
+}
+
 /* ---- the direct NHWC kernels (multiplier 1, at least one vector of channels) ----
  * Channels in the vector lanes, read straight from x / the gradient (no copies): a tap is a
  * source pointer plus a pixel step. C not a multiple of the vector: the last vector is
  * [C - V, C), overlapping the one before (stores recompute the same values; sums skip the
  * lanes already counted). */
 #define DW_DIRECT(T, S)                                                                        \
-  /* P pixels j of y (pixel step ys elements), channels [c, c + V): init (or zero) + sum over \
-   * the taps of w[k] * src[k][j*ss], all P accumulators in registers over the taps. */       \
-  static inline __attribute__((always_inline)) void dw_dblk_##S(                              \
-      T *y, int64_t ys, const T *init, const T *const *src, int64_t ss, const T *const *w,    \
-      int64_t nt, int64_t c, int P) {                                                         \
-    typedef dw_v_##S vf;                                                                      \
-    vf a[8], z = {0};                                                                         \
-    _Pragma("GCC unroll 8") for (int q = 0; q < P; q++) {                                     \
-      if (init) memcpy(&a[q], init + c, sizeof a[q]);                                         \
-      else a[q] = z;                                                                          \
-    }                                                                                         \
-    for (int64_t k = 0; k < nt; k++) {                                                        \
-      vf wk;                                                                                  \
-      memcpy(&wk, w[k] + c, sizeof wk);                                                       \
-      const T *p = src[k] + c;                                                                \
-      _Pragma("GCC unroll 8") for (int q = 0; q < P; q++) {                                   \
-        vf v;                                                                                 \
-        memcpy(&v, p + q * ss, sizeof v);                                                     \
-        a[q] += wk * v;                                                                       \
-      }                                                                                       \
-    }                                                                                         \
-    _Pragma("GCC unroll 8") for (int q = 0; q < P; q++)                                       \
-      memcpy(y + q * ys + c, &a[q], sizeof a[q]);                                             \
-  }                                                                                           \
-  /* The same for taps in rows of three adjacent pixels (3 wide, dilation 1: src[k + i] =    \
-   * src[k] + i*C) and pixel step ss = S*C, S = 1 or 2: each input vector of a row is loaded  \
-   * once for the up to three outputs it feeds ((P - 1)*S + 3 loads for 3P FMAs, not 3P).    \
-   * (3x3 rows of 512 channels: the 2 KiB pixel pitch puts a row's loads of one channel      \
-   * vector in two L1 sets, so every load saved is an L2 read saved.) */                     \
-  static inline __attribute__((always_inline)) void dw_dblk3_##S(                             \
-      T *y, int64_t ys, const T *init, const T *const *src, int64_t C, const T *const *w,     \
-      int64_t nt, int64_t c, int P, int St) {                                                 \
-    typedef dw_v_##S vf;                                                                      \
-    vf a[8], z = {0};                                                                         \
-    _Pragma("GCC unroll 8") for (int q = 0; q < P; q++) {                                     \
-      if (init) memcpy(&a[q], init + c, sizeof a[q]);                                         \
-      else a[q] = z;                                                                          \
-    }                                                                                         \
-    for (int64_t k = 0; k < nt; k += 3) {                                                     \
-      vf wk[3];                                                                               \
-      for (int i = 0; i < 3; i++) memcpy(&wk[i], w[k + i] + c, sizeof wk[i]);                 \
-      const T *p = src[k] + c;                                                                \
-      _Pragma("GCC unroll 17") for (int e = 0; e < (P - 1) * St + 3; e++) {                   \
-        vf v;                                                                                 \
-        memcpy(&v, p + e * C, sizeof v);                                                      \
-        _Pragma("GCC unroll 3") for (int i = 0; i < 3; i++) {                                 \
-          int q = (e - i) / St;                                                               \
-          if (e >= i && (e - i) % St == 0 && q < P) a[q] += wk[i] * v;                        \
-        }                                                                                     \
-      }                                                                                       \
-    }                                                                                         \
-    _Pragma("GCC unroll 8") for (int q = 0; q < P; q++)                                       \
-      memcpy(y + q * ys + c, &a[q], sizeof a[q]);                                             \
-  }                                                                                           \
-  /* np pixels in blocks of 8 while they last, then of 4 (the last one shifted back over     \
-   * pixels already written: the same values again), single pixels only in rows under 4.    \
-   * The pfn bytes at pf (the rows the next call reads first, NULL for none) are prefetched   \
-   * spread over the blocks: streaming from memory, the hardware prefetchers alone leave      \
-   * these first reads waiting. */                                                            \
-  OPF_VEC static void dw_dir_##S(T *y, int64_t ys, const T *init, const T *const *src,        \
-                                 int64_t ss, const T *const *w, int64_t nt, int64_t np,       \
-                                 int64_t C, const char *pf, int64_t pfn) {                    \
-    enum { V = DW_V / sizeof(T) };                                                            \
-    const T *sp[1024];                                                                        \
-    int64_t lines = pf ? (pfn + 63) / 64 : 0;                                                 \
-    int row3 = nt % 3 == 0 && (ss == C || ss == 2 * C); /* rows of 3 adjacent taps */         \
-    for (int64_t k = 0; row3 && k < nt; k += 3)                                               \
-      row3 = src[k + 1] == src[k] + C && src[k + 2] == src[k] + 2 * C;                        \
-    for (int64_t j0 = 0; j0 < np;) {                                                          \
-      int P = np - j0 >= 8 ? 8 : np >= 4 ? 4 : 1;                                             \
-      int64_t j = j0 + P > np ? np - P : j0, j1 = j + P;                                      \
-      for (int64_t l = j0 * lines / np; l < j1 * lines / np; l++)                             \
-        __builtin_prefetch(pf + l * 64);                                                      \
-      for (int64_t k = 0; k < nt; k++) sp[k] = src[k] + j * ss;                               \
-      T *yj = y + j * ys;                                                                     \
-      for (int64_t c0 = 0; c0 < C; c0 += V) {                                                 \
-        int64_t c = c0 + V > C ? C - V : c0;                                                  \
-        if (row3 && ss == C && P == 8) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, c, 8, 1);     \
-        else if (row3 && P == 8) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, c, 8, 2);           \
+  /* P pixels j of y (pixel step ys elements), channels [c, c + V): init (or zero) + sum over  \
+   * the taps of w[k] * src[k][j*ss], all P accumulators in registers over the taps. */        \
+  static inline __attribute__((always_inline)) void dw_dblk_##S(                               \
+      T *y, int64_t ys, const T *init, const T *const *src, int64_t ss, const T *const *w,     \
+      int64_t nt, int64_t c, int P) {                                                          \
+    typedef dw_v_##S vf;                                                                       \
+    vf a[8], z = {0};                                                                          \
+    _Pragma("GCC unroll 8") for (int q = 0; q < P; q++) {                                      \
+      if (init) memcpy(&a[q], init + c, sizeof a[q]);                                          \
+      else a[q] = z;                                                                           \
+    }                                                                                          \
+    for (int64_t k = 0; k < nt; k++) {                                                         \
+      vf wk;                                                                                   \
+      memcpy(&wk, w[k] + c, sizeof wk);                                                        \
+      const T *p = src[k] + c;                                                                 \
+      _Pragma("GCC unroll 8") for (int q = 0; q < P; q++) {                                    \
+        vf v;                                                                                  \
+        memcpy(&v, p + q * ss, sizeof v);                                                      \
+        a[q] += wk * v;                                                                        \
+      }                                                                                        \
+    }                                                                                          \
+    _Pragma("GCC unroll 8") for (int q = 0; q < P; q++)                                        \
+      memcpy(y + q * ys + c, &a[q], sizeof a[q]);                                              \
+  }                                                                                            \
+  /* The same for taps in rows of three adjacent pixels (3 wide, dilation 1: src[k + i] =      \
+   * src[k] + i*C) and pixel step ss = S*C, S = 1 or 2: each input vector of a row is loaded   \
+   * once for the up to three outputs it feeds ((P - 1)*S + 3 loads for 3P FMAs, not 3P).      \
+   * (3x3 rows of 512 channels: the 2 KiB pixel pitch puts a row's loads of one channel        \
+   * vector in two L1 sets, so every load saved is an L2 read saved.) */                       \
+  static inline __attribute__((always_inline)) void dw_dblk3_##S(                              \
+      T *y, int64_t ys, const T *init, const T *const *src, int64_t C, const T *const *w,      \
+      int64_t nt, int64_t c, int P, int St) {                                                  \
+    typedef dw_v_##S vf;                                                                       \
+    vf a[8], z = {0};                                                                          \
+    _Pragma("GCC unroll 8") for (int q = 0; q < P; q++) {                                      \
+      if (init) memcpy(&a[q], init + c, sizeof a[q]);                                          \
+      else a[q] = z;                                                                           \
+    }                                                                                          \
+    for (int64_t k = 0; k < nt; k += 3) {                                                      \
+      vf wk[3];                                                                                \
+      for (int i = 0; i < 3; i++) memcpy(&wk[i], w[k + i] + c, sizeof wk[i]);                  \
+      const T *p = src[k] + c;                                                                 \
+      _Pragma("GCC unroll 17") for (int e = 0; e < (P - 1) * St + 3; e++) {                    \
+        vf v;                                                                                  \
+        memcpy(&v, p + e * C, sizeof v);                                                       \
+        _Pragma("GCC unroll 3") for (int i = 0; i < 3; i++) {                                  \
+          int q = (e - i) / St;                                                                \
+          if (e >= i && (e - i) % St == 0 && q < P) a[q] += wk[i] * v;                         \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+    _Pragma("GCC unroll 8") for (int q = 0; q < P; q++)                                        \
+      memcpy(y + q * ys + c, &a[q], sizeof a[q]);                                              \
+  }                                                                                            \
+  /* np pixels in blocks of 8 while they last, then of 4 (the last one shifted back over       \
+   * pixels already written: the same values again), single pixels only in rows under 4.       \
+   * The pfn bytes at pf (the rows the next call reads first, NULL for none) are prefetched    \
+   * spread over the blocks: streaming from memory, the hardware prefetchers alone leave       \
+   * these first reads waiting. */                                                             \
+  OPF_VEC static void dw_dir_##S(T *y, int64_t ys, const T *init, const T *const *src,         \
+                                 int64_t ss, const T *const *w, int64_t nt, int64_t np,        \
+                                 int64_t C, const char *pf, int64_t pfn) {                     \
+    enum { V = DW_V / sizeof(T) };                                                             \
+    const T *sp[1024];                                                                         \
+    int64_t lines = pf ? (pfn + 63) / 64 : 0;                                                  \
+    int row3 = nt % 3 == 0 && (ss == C || ss == 2 * C); /* rows of 3 adjacent taps */          \
+    for (int64_t k = 0; row3 && k < nt; k += 3)                                                \
+      row3 = src[k + 1] == src[k] + C && src[k + 2] == src[k] + 2 * C;                         \
+    for (int64_t j0 = 0; j0 < np;) {                                                           \
+      int P = np - j0 >= 8 ? 8 : np >= 4 ? 4 : 1;                                              \
+      int64_t j = j0 + P > np ? np - P : j0, j1 = j + P;                                       \
+      for (int64_t l = j0 * lines / np; l < j1 * lines / np; l++)                              \
+        __builtin_prefetch(pf + l * 64);                                                       \
+      for (int64_t k = 0; k < nt; k++) sp[k] = src[k] + j * ss;                                \
+      T *yj = y + j * ys;                                                                      \
+      for (int64_t c0 = 0; c0 < C; c0 += V) {                                                  \
+        int64_t c = c0 + V > C ? C - V : c0;                                                   \
+        if (row3 && ss == C && P == 8) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, c, 8, 1);      \
+        else if (row3 && P == 8) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, c, 8, 2);            \
         else if (row3 && ss == C && P == 4) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, c, 4, 1); \
-        else if (row3 && P == 4) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, c, 4, 2);           \
-        else if (P == 8) dw_dblk_##S(yj, ys, init, sp, ss, w, nt, c, 8);                      \
-        else if (P == 4) dw_dblk_##S(yj, ys, init, sp, ss, w, nt, c, 4);                      \
-        else dw_dblk_##S(yj, ys, init, sp, ss, w, nt, c, 1);                                  \
-      }                                                                                       \
-      j0 = j1;                                                                                \
-    }                                                                                         \
-  }                                                                                           \
-  /* Up to 9 taps of one channel vector: out[k][c..] += sum_j g[j*gs] * src[k][j*ss] and     \
-   * bias[c..] += sum_j g[j*gs], the sums in registers over the np pixels; lanes below skip   \
-   * are not added (counted by the vector before). */                                         \
-  static inline __attribute__((always_inline)) void dw_dgrp_##S(                              \
-      T *const *out, T *bias, const T *g, int64_t gs, const T *const *src, int64_t ss,        \
-      int64_t np, int64_t c, int skip, int K) {                                               \
-    typedef dw_v_##S vf;                                                                      \
-    enum { V = DW_V / sizeof(T) };                                                            \
-    vf a[9], sb = {0}, z = {0};                                                               \
-    _Pragma("GCC unroll 9") for (int k = 0; k < K; k++) a[k] = z;                             \
-    for (int64_t j = 0; j < np; j++) {                                                        \
-      vf gv;                                                                                  \
-      memcpy(&gv, g + j * gs + c, sizeof gv);                                                 \
-      sb += gv;                                                                               \
-      _Pragma("GCC unroll 9") for (int k = 0; k < K; k++) {                                   \
-        vf v;                                                                                 \
-        memcpy(&v, src[k] + j * ss + c, sizeof v);                                            \
-        a[k] += gv * v;                                                                       \
-      }                                                                                       \
-    }                                                                                         \
-    if (!skip) {                                                                              \
-      _Pragma("GCC unroll 9") for (int k = 0; k < K; k++) {                                   \
-        vf o;                                                                                 \
-        memcpy(&o, out[k] + c, sizeof o);                                                     \
-        o += a[k];                                                                            \
-        memcpy(out[k] + c, &o, sizeof o);                                                     \
-      }                                                                                       \
-      if (bias) {                                                                             \
-        vf o;                                                                                 \
-        memcpy(&o, bias + c, sizeof o);                                                       \
-        o += sb;                                                                              \
-        memcpy(bias + c, &o, sizeof o);                                                       \
-      }                                                                                       \
-      return;                                                                                 \
-    }                                                                                         \
-    for (int k = 0; k < K; k++)                                                               \
-      for (int l = skip; l < V; l++) out[k][c + l] += a[k][l];                                \
-    if (bias)                                                                                 \
-      for (int l = skip; l < V; l++) bias[c + l] += sb[l];                                    \
-  }                                                                                           \
-  /* dw and db partials of np pixels: every channel vector, the taps nine at a time (the     \
-   * bias with the first nine; with no tap, the bias alone). pf[2] / pfn[2]: two ranges to    \
-   * prefetch, spread over the channel vectors (as in dir). */                                \
-  OPF_VEC static void dw_ddots_##S(T *const *out, T *bias, const T *g, int64_t gs,            \
-                                   const T *const *src, int64_t ss, int64_t nt, int64_t np,   \
-                                   int64_t C, const char *const *pf, const int64_t *pfn) {    \
-    enum { V = DW_V / sizeof(T) };                                                            \
-    for (int64_t c0 = 0; c0 < C; c0 += V) {                                                   \
-      int64_t c = c0 + V > C ? C - V : c0, ce = c0 + V < C ? c0 + V : C;                      \
-      for (int i = 0; pf && i < 2; i++) {                                                     \
-        int64_t lines = pf[i] ? (pfn[i] + 63) / 64 : 0;                                       \
-        for (int64_t l = c0 * lines / C; l < ce * lines / C; l++)                             \
-          __builtin_prefetch(pf[i] + l * 64);                                                 \
-      }                                                                                       \
-      int skip = (int)(c0 - c);                                                               \
-      for (int64_t k0 = 0; k0 < (nt > 0 ? nt : 1); k0 += 9) {                                 \
-        int64_t nk = nt - k0 < 9 ? nt - k0 : 9;                                               \
-        T *b = k0 == 0 ? bias : NULL;                                                         \
-        switch (nk) {                                                                         \
-        case 9: dw_dgrp_##S(out + k0, b, g, gs, src + k0, ss, np, c, skip, 9); break;         \
-        case 5: dw_dgrp_##S(out + k0, b, g, gs, src + k0, ss, np, c, skip, 5); break;         \
-        case 3: dw_dgrp_##S(out + k0, b, g, gs, src + k0, ss, np, c, skip, 3); break;         \
-        default:                                                                              \
-          for (int64_t k = 0; k < nk; k++)                                                    \
-            dw_dgrp_##S(out + k0 + k, k ? NULL : b, g, gs, src + k0 + k, ss, np, c, skip, 1); \
-          if (nk <= 0 && b) dw_dgrp_##S(out, b, g, gs, src, ss, np, c, skip, 0);              \
-        }                                                                                     \
-      }                                                                                       \
-    }                                                                                         \
+        else if (row3 && P == 4) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, c, 4, 2);            \
+        else if (P == 8) dw_dblk_##S(yj, ys, init, sp, ss, w, nt, c, 8);                       \
+        else if (P == 4) dw_dblk_##S(yj, ys, init, sp, ss, w, nt, c, 4);                       \
+        else dw_dblk_##S(yj, ys, init, sp, ss, w, nt, c, 1);                                   \
+      }                                                                                        \
+      j0 = j1;                                                                                 \
+    }                                                                                          \
+  }                                                                                            \
+  /* Up to 9 taps of one channel vector: out[k][c..] += sum_j g[j*gs] * src[k][j*ss] and       \
+   * bias[c..] += sum_j g[j*gs], the sums in registers over the np pixels; lanes below skip    \
+   * are not added (counted by the vector before). St = 1 or 2: the taps are rows of three     \
+   * adjacent pixels (src[k + i] = src[k] + i*C, ss = St*C, K a multiple of 3) and blocks of   \
+   * 8 pixels load each input vector once for the up to three taps it meets (as dblk3). */     \
+  static inline __attribute__((always_inline)) void dw_dgrp_##S(                               \
+      T *const *out, T *bias, const T *g, int64_t gs, const T *const *src, int64_t ss,         \
+      int64_t np, int64_t c, int skip, int K, int St, const char *const *pf,                   \
+      const int64_t *nl) {                                                                     \
+    typedef dw_v_##S vf;                                                                       \
+    enum { V = DW_V / sizeof(T) };                                                             \
+    vf a[9], sb = {0}, z = {0};                                                                \
+    _Pragma("GCC unroll 9") for (int k = 0; k < K; k++) a[k] = z;                              \
+    int64_t j = 0;                                                                             \
+    if (St)                                                                                    \
+      for (; j + 8 <= np; j += 8) {                                                            \
+        vf gq[8];                                                                              \
+        dw_pf2(pf, nl, j, j + 8, np);                                                          \
+        _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++) {                                  \
+          memcpy(&gq[q], g + (j + q) * gs + c, sizeof gq[q]);                                  \
+          sb += gq[q];                                                                         \
+        }                                                                                      \
+        _Pragma("GCC unroll 3") for (int r = 0; r < K / 3; r++) {                              \
+          const T *p = src[3 * r] + j * ss + c;                                                \
+          _Pragma("GCC unroll 17") for (int e = 0; e < 7 * St + 3; e++) {                      \
+            vf v;                                                                              \
+            memcpy(&v, p + e * (ss / St), sizeof v);                                           \
+            _Pragma("GCC unroll 3") for (int i = 0; i < 3; i++) {                              \
+              int q = (e - i) / St;                                                            \
+              if (e >= i && (e - i) % St == 0 && q < 8) a[3 * r + i] += gq[q] * v;             \
+            }                                                                                  \
+          }                                                                                    \
+        }                                                                                      \
+      }                                                                                        \
+    for (; j < np; j++) {                                                                      \
+      vf gv;                                                                                   \
+      dw_pf2(pf, nl, j, j + 1, np);                                                            \
+      memcpy(&gv, g + j * gs + c, sizeof gv);                                                  \
+      sb += gv;                                                                                \
+      _Pragma("GCC unroll 9") for (int k = 0; k < K; k++) {                                    \
+        vf v;                                                                                  \
+        memcpy(&v, src[k] + j * ss + c, sizeof v);                                             \
+        a[k] += gv * v;                                                                        \
+      }                                                                                        \
+    }                                                                                          \
+    if (!skip) {                                                                               \
+      _Pragma("GCC unroll 9") for (int k = 0; k < K; k++) {                                    \
+        vf o;                                                                                  \
+        memcpy(&o, out[k] + c, sizeof o);                                                      \
+        o += a[k];                                                                             \
+        memcpy(out[k] + c, &o, sizeof o);                                                      \
+      }                                                                                        \
+      if (bias) {                                                                              \
+        vf o;                                                                                  \
+        memcpy(&o, bias + c, sizeof o);                                                        \
+        o += sb;                                                                               \
+        memcpy(bias + c, &o, sizeof o);                                                        \
+      }                                                                                        \
+      return;                                                                                  \
+    }                                                                                          \
+    for (int k = 0; k < K; k++)                                                                \
+      for (int l = skip; l < V; l++) out[k][c + l] += a[k][l];                                 \
+    if (bias)                                                                                  \
+      for (int l = skip; l < V; l++) bias[c + l] += sb[l];                                     \
+  }                                                                                            \
+  /* dw and db partials of np pixels: every channel vector, the taps nine at a time (the       \
+   * bias with the first nine; with no tap, the bias alone). pf[2] / pfn[2]: two ranges to     \
+   * prefetch, spread over the channel vectors (as in dir). */                                 \
+  OPF_VEC static void dw_ddots_##S(T *const *out, T *bias, const T *g, int64_t gs,             \
+                                   const T *const *src, int64_t ss, int64_t nt, int64_t np,    \
+                                   int64_t C, const char *const *pf, const int64_t *pfn) {     \
+    enum { V = DW_V / sizeof(T) };                                                             \
+    for (int64_t c0 = 0; c0 < C; c0 += V) {                                                    \
+      int64_t c = c0 + V > C ? C - V : c0, ce = c0 + V < C ? c0 + V : C;                       \
+      const char *pa[2] = {NULL, NULL}; /* this channel vector's share of the prefetches */    \
+      int64_t nl[2] = {0, 0};                                                                  \
+      for (int i = 0; pf && i < 2; i++) {                                                      \
+        int64_t lines = pf[i] ? (pfn[i] + 63) / 64 : 0;                                        \
+        pa[i] = pf[i] + c0 * lines / C * 64, nl[i] = ce * lines / C - c0 * lines / C;          \
+      }                                                                                        \
+      int skip = (int)(c0 - c);                                                                \
+      for (int64_t k0 = 0; k0 < (nt > 0 ? nt : 1); k0 += 9) {                                  \
+        int64_t nk = nt - k0 < 9 ? nt - k0 : 9;                                                \
+        T *b = k0 == 0 ? bias : NULL;                                                          \
+        T *const *o = out + k0;                                                                \
+        const T *const *sk = src + k0;                                                         \
+        int r3 = nk % 3 == 0 && (ss == C || ss == 2 * C) && np >= 8;                           \
+        for (int64_t k = 0; r3 && k < nk; k += 3)                                              \
+          r3 = sk[k + 1] == sk[k] + C && sk[k + 2] == sk[k] + 2 * C;                           \
+        int St = r3 ? (int)(ss / C) : 0;                                                       \
+        const char *const *pq = k0 == 0 ? pa : NULL; /* prefetch in the first group */         \
+        if (nk == 9 && St == 1) dw_dgrp_##S(o, b, g, gs, sk, ss, np, c, skip, 9, 1, pq, nl);   \
+        else if (nk == 9 && St == 2) dw_dgrp_##S(o, b, g, gs, sk, ss, np, c, skip, 9, 2, pq, nl); \
+        else if (nk == 6 && St == 1) dw_dgrp_##S(o, b, g, gs, sk, ss, np, c, skip, 6, 1, pq, nl); \
+        else if (nk == 6 && St == 2) dw_dgrp_##S(o, b, g, gs, sk, ss, np, c, skip, 6, 2, pq, nl); \
+        else if (nk == 9) dw_dgrp_##S(o, b, g, gs, sk, ss, np, c, skip, 9, 0, pq, nl);         \
+        else if (nk == 6) dw_dgrp_##S(o, b, g, gs, sk, ss, np, c, skip, 6, 0, pq, nl);         \
+        else if (nk == 5) dw_dgrp_##S(o, b, g, gs, sk, ss, np, c, skip, 5, 0, pq, nl);         \
+        else if (nk == 3) dw_dgrp_##S(o, b, g, gs, sk, ss, np, c, skip, 3, 0, pq, nl);         \
+        else {                                                                                 \
+          for (int64_t k = 0; k < nk; k++)                                                     \
+            dw_dgrp_##S(o + k, k ? NULL : b, g, gs, sk + k, ss, np, c, skip, 1, 0,             \
+                        k ? NULL : pq, nl);                                                    \
+          if (nk <= 0 && b) dw_dgrp_##S(o, b, g, gs, sk, ss, np, c, skip, 0, 0, pq, nl);       \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
   }
 
 DW_DIRECT(float, f32)
@@ -914,7 +960,8 @@ static int64_t dw_next_rows(const dw_ctx *x, int64_t it, int64_t items, const ch
   int st = x->stage;
   int64_t per = st == 1 ? g->H : g->OH, hin = st == 1 ? g->OH : g->H, win = st == 1 ? g->OW : g->W;
   int64_t n = it / per, n1 = (it + 1) / per;
-  int64_t lo = n1 == n ? dw_last_row(g, st, it % per) + 1 : 0, hi = dw_last_row(g, st, (it + 1) % per);
+  int64_t lo = n1 == n ? dw_last_row(g, st, it % per) + 1 : 0;
+  int64_t hi = dw_last_row(g, st, (it + 1) % per);
   if (lo < 0) lo = 0;
   if (hi < lo) return 0;
   const char *base = st == 1 ? x->c->gout[0].data : x->c->in[IN_X].data;

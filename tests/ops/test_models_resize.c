@@ -206,6 +206,8 @@ static void test_depthwise_vs_grouped(void **state) {
        "x=2x9x23x8 filters=8 groups=8 kernel=2 stride=4 layout=NHWC"},
       {"x=1x6x5x24 kh=2 kw=4 pad=3 layout=NHWC",
        "x=1x6x5x24 filters=24 groups=24 kh=2 kw=4 pad=3 layout=NHWC"},
+      {"x=2x9x40x16 kernel=3 stride=2 pad=1 layout=NHWC",
+       "x=2x9x40x16 filters=16 groups=16 kernel=3 stride=2 pad=1 layout=NHWC"},
       {"x=1x3x37x48 kernel=3 pad=1 layout=NHWC",
        "x=1x3x37x48 filters=48 groups=48 kernel=3 pad=1 layout=NHWC"}};
   int saved = omp_get_max_threads();
