@@ -373,65 +373,73 @@ static inline __attribute__((always_inline)) void dw_pf2(const char *const *pf, 
  * [C - V, C), overlapping the one before (stores recompute the same values; sums skip the
  * lanes already counted). */
 #define DW_DIRECT(T, S)                                                                        \
-  /* P pixels j of y (pixel step ys elements), channels [c, c + V): init (or zero) + sum over  \
-   * the taps of w[k] * src[k][j*ss], all P accumulators in registers over the taps. */        \
+  /* P pixels j of y (pixel step ys elements) and Q channel vectors from c (P*Q <= 8): init    \
+   * (or zero) + sum over the taps of w[k] * src[k][j*ss], all P*Q accumulators in registers   \
+   * over the taps (short rows take more channel vectors: eight FMA chains either way). */     \
   static inline __attribute__((always_inline)) void dw_dblk_##S(                               \
       T *y, int64_t ys, const T *init, const T *const *src, int64_t ss, const T *const *w,     \
-      int64_t nt, int64_t c, int P) {                                                          \
+      int64_t nt, int64_t c, int P, int Q) {                                                   \
     typedef dw_v_##S vf;                                                                       \
+    enum { V = DW_V / sizeof(T) };                                                             \
     vf a[8], z = {0};                                                                          \
-    _Pragma("GCC unroll 8") for (int q = 0; q < P; q++) {                                      \
-      if (init) memcpy(&a[q], init + c, sizeof a[q]);                                          \
+    _Pragma("GCC unroll 8") for (int q = 0; q < P * Q; q++) {                                  \
+      if (init) memcpy(&a[q], init + c + q % Q * V, sizeof a[q]);                              \
       else a[q] = z;                                                                           \
     }                                                                                          \
     for (int64_t k = 0; k < nt; k++) {                                                         \
-      vf wk;                                                                                   \
-      memcpy(&wk, w[k] + c, sizeof wk);                                                        \
+      vf wk[8];                                                                                \
+      _Pragma("GCC unroll 8") for (int u = 0; u < Q; u++)                                      \
+        memcpy(&wk[u], w[k] + c + u * V, sizeof wk[u]);                                        \
       const T *p = src[k] + c;                                                                 \
-      _Pragma("GCC unroll 8") for (int q = 0; q < P; q++) {                                    \
+      _Pragma("GCC unroll 8") for (int q = 0; q < P * Q; q++) {                                \
         vf v;                                                                                  \
-        memcpy(&v, p + q * ss, sizeof v);                                                      \
-        a[q] += wk * v;                                                                        \
+        memcpy(&v, p + q / Q * ss + q % Q * V, sizeof v);                                      \
+        a[q] += wk[q % Q] * v;                                                                 \
       }                                                                                        \
     }                                                                                          \
-    _Pragma("GCC unroll 8") for (int q = 0; q < P; q++)                                        \
-      memcpy(y + q * ys + c, &a[q], sizeof a[q]);                                              \
+    _Pragma("GCC unroll 8") for (int q = 0; q < P * Q; q++)                                    \
+      memcpy(y + q / Q * ys + c + q % Q * V, &a[q], sizeof a[q]);                              \
   }                                                                                            \
   /* The same for taps in rows of three adjacent pixels (3 wide, dilation 1: src[k + i] =      \
-   * src[k] + i*C) and pixel step ss = S*C, S = 1 or 2: each input vector of a row is loaded   \
-   * once for the up to three outputs it feeds ((P - 1)*S + 3 loads for 3P FMAs, not 3P).      \
-   * (3x3 rows of 512 channels: the 2 KiB pixel pitch puts a row's loads of one channel        \
+   * src[k] + i*C) and pixel step ss = St*C, St = 1 or 2: each input vector of a row is        \
+   * loaded once for the up to three outputs it feeds ((P - 1)*St + 3 loads for 3P FMAs, not   \
+   * 3P). (3x3 rows of 512 channels: the 2 KiB pixel pitch puts a row's loads of one channel   \
    * vector in two L1 sets, so every load saved is an L2 read saved.) */                       \
   static inline __attribute__((always_inline)) void dw_dblk3_##S(                              \
       T *y, int64_t ys, const T *init, const T *const *src, int64_t C, const T *const *w,      \
-      int64_t nt, int64_t c, int P, int St) {                                                  \
+      int64_t nt, int64_t c, int P, int Q, int St) {                                           \
     typedef dw_v_##S vf;                                                                       \
+    enum { V = DW_V / sizeof(T) };                                                             \
     vf a[8], z = {0};                                                                          \
-    _Pragma("GCC unroll 8") for (int q = 0; q < P; q++) {                                      \
-      if (init) memcpy(&a[q], init + c, sizeof a[q]);                                          \
+    _Pragma("GCC unroll 8") for (int q = 0; q < P * Q; q++) {                                  \
+      if (init) memcpy(&a[q], init + c + q % Q * V, sizeof a[q]);                              \
       else a[q] = z;                                                                           \
     }                                                                                          \
     for (int64_t k = 0; k < nt; k += 3) {                                                      \
-      vf wk[3];                                                                                \
-      for (int i = 0; i < 3; i++) memcpy(&wk[i], w[k + i] + c, sizeof wk[i]);                  \
+      vf wk[3][2];                                                                             \
+      for (int i = 0; i < 3; i++)                                                              \
+        _Pragma("GCC unroll 2") for (int u = 0; u < Q; u++)                                    \
+          memcpy(&wk[i][u], w[k + i] + c + u * V, sizeof wk[i][u]);                            \
       const T *p = src[k] + c;                                                                 \
-      _Pragma("GCC unroll 17") for (int e = 0; e < (P - 1) * St + 3; e++) {                    \
-        vf v;                                                                                  \
-        memcpy(&v, p + e * C, sizeof v);                                                       \
-        _Pragma("GCC unroll 3") for (int i = 0; i < 3; i++) {                                  \
-          int q = (e - i) / St;                                                                \
-          if (e >= i && (e - i) % St == 0 && q < P) a[q] += wk[i] * v;                         \
+      _Pragma("GCC unroll 17") for (int e = 0; e < (P - 1) * St + 3; e++)                      \
+        _Pragma("GCC unroll 2") for (int u = 0; u < Q; u++) {                                  \
+          vf v;                                                                                \
+          memcpy(&v, p + e * C + u * V, sizeof v);                                             \
+          _Pragma("GCC unroll 3") for (int i = 0; i < 3; i++) {                                \
+            int q = (e - i) / St;                                                              \
+            if (e >= i && (e - i) % St == 0 && q < P) a[q * Q + u] += wk[i][u] * v;            \
+          }                                                                                    \
         }                                                                                      \
-      }                                                                                        \
     }                                                                                          \
-    _Pragma("GCC unroll 8") for (int q = 0; q < P; q++)                                        \
-      memcpy(y + q * ys + c, &a[q], sizeof a[q]);                                              \
+    _Pragma("GCC unroll 8") for (int q = 0; q < P * Q; q++)                                    \
+      memcpy(y + q / Q * ys + c + q % Q * V, &a[q], sizeof a[q]);                              \
   }                                                                                            \
   /* np pixels in blocks of 8 while they last, then of 4 (the last one shifted back over       \
-   * pixels already written: the same values again), single pixels only in rows under 4.       \
-   * The pfn bytes at pf (the rows the next call reads first, NULL for none) are prefetched    \
-   * spread over the blocks: streaming from memory, the hardware prefetchers alone leave       \
-   * these first reads waiting. */                                                             \
+   * pixels already written: the same values again), single pixels only in rows under 4;       \
+   * blocks of 4 take two channel vectors at a time, single pixels eight. The pfn bytes at pf  \
+   * (the rows the next call reads first, NULL for none) are prefetched spread over the        \
+   * blocks: streaming from memory, the hardware prefetchers alone leave these first reads     \
+   * waiting. */                                                                               \
   OPF_VEC static void dw_dir_##S(T *y, int64_t ys, const T *init, const T *const *src,         \
                                  int64_t ss, const T *const *w, int64_t nt, int64_t np,        \
                                  int64_t C, const char *pf, int64_t pfn) {                     \
@@ -448,15 +456,25 @@ static inline __attribute__((always_inline)) void dw_pf2(const char *const *pf, 
         __builtin_prefetch(pf + l * 64);                                                       \
       for (int64_t k = 0; k < nt; k++) sp[k] = src[k] + j * ss;                                \
       T *yj = y + j * ys;                                                                      \
-      for (int64_t c0 = 0; c0 < C; c0 += V) {                                                  \
-        int64_t c = c0 + V > C ? C - V : c0;                                                   \
-        if (row3 && ss == C && P == 8) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, c, 8, 1);      \
-        else if (row3 && P == 8) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, c, 8, 2);            \
-        else if (row3 && ss == C && P == 4) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, c, 4, 1); \
-        else if (row3 && P == 4) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, c, 4, 2);            \
-        else if (P == 8) dw_dblk_##S(yj, ys, init, sp, ss, w, nt, c, 8);                       \
-        else if (P == 4) dw_dblk_##S(yj, ys, init, sp, ss, w, nt, c, 4);                       \
-        else dw_dblk_##S(yj, ys, init, sp, ss, w, nt, c, 1);                                   \
+      int64_t c = 0;                                                                           \
+      if (P == 4 && row3 && ss == C)                                                           \
+        for (; c + 2 * V <= C; c += 2 * V) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, c, 4, 2, 1); \
+      else if (P == 4 && row3)                                                                 \
+        for (; c + 2 * V <= C; c += 2 * V) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, c, 4, 2, 2); \
+      else if (P == 4)                                                                         \
+        for (; c + 2 * V <= C; c += 2 * V) dw_dblk_##S(yj, ys, init, sp, ss, w, nt, c, 4, 2);  \
+      else if (P == 1)                                                                         \
+        for (; c + 8 * V <= C; c += 8 * V) dw_dblk_##S(yj, ys, init, sp, ss, w, nt, c, 1, 8);  \
+      for (int64_t c0 = c; c0 < C; c0 += V) { /* one channel vector at a time */               \
+        int64_t cv = c0 + V > C ? C - V : c0;                                                  \
+        if (row3 && ss == C && P == 8) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, cv, 8, 1, 1);  \
+        else if (row3 && P == 8) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, cv, 8, 1, 2);        \
+        else if (row3 && ss == C && P == 4)                                                    \
+          dw_dblk3_##S(yj, ys, init, sp, C, w, nt, cv, 4, 1, 1);                               \
+        else if (row3 && P == 4) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, cv, 4, 1, 2);        \
+        else if (P == 8) dw_dblk_##S(yj, ys, init, sp, ss, w, nt, cv, 8, 1);                   \
+        else if (P == 4) dw_dblk_##S(yj, ys, init, sp, ss, w, nt, cv, 4, 1);                   \
+        else dw_dblk_##S(yj, ys, init, sp, ss, w, nt, cv, 1, 1);                               \
       }                                                                                        \
       j0 = j1;                                                                                 \
     }                                                                                          \
