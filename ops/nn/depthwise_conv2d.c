@@ -5,7 +5,14 @@
  * fixed offset from the output's flattened index; the outputs are then register-blocked
  * vector FMAs over contiguous loads (NCHW: scalar weight per tap; NHWC: a weight vector per
  * tap over channels). Backward uses the same planes: dx as a correlation of the gradient with
- * the taps of each phase, dw and db as dot products. im2col + GEMM is poor here: K = 9. */
+ * the taps of each phase, dw and db as dot products. im2col + GEMM is poor here: K = 9.
+ * NHWC with multiplier 1 and at least one vector of channels takes a direct path instead
+ * (default; --impl phase keeps the planes everywhere): channels in the vector lanes, taps
+ * read in place from x, rows of output pixels register-blocked (8 pixels x 1 channel vector,
+ * each input vector of a 3-wide tap row loaded once for its three outputs), the rows a row's
+ * successor reads first prefetched; dx as the transposed convolution (per class of input
+ * columns mod the stride) with the same kernel, dw and db as per-channel sums in registers
+ * over each row; threads over images x rows. */
 #include <string.h>
 
 #include "resize_common.h"
@@ -501,7 +508,7 @@ static inline __attribute__((always_inline)) void dw_pf2(const char *const *pf, 
           memcpy(&gq[q], g + (j + q) * gs + c, sizeof gq[q]);                                  \
           sb += gq[q];                                                                         \
         }                                                                                      \
-        _Pragma("GCC unroll 3") for (int r = 0; r < K / 3; r++) {                              \
+        for (int r = 0; r < K / 3; r++) { /* no unroll pragma: -O0 warns it ignores it */    \
           const T *p = src[3 * r] + j * ss + c;                                                \
           _Pragma("GCC unroll 17") for (int e = 0; e < 7 * St + 3; e++) {                      \
             vf v;                                                                              \
@@ -1288,6 +1295,7 @@ OPPERF_OP(depthwise_conv2d) = {
                {"small", "x=1x7x6x3 kernel=3 stride=2 pad=1 multiplier=2 layout=NHWC"},
                {"small", "x=1x5x5x17 kernel=3 pad=1 b=none layout=NHWC"},
                {"small", "x=1x5x9x16 kernel=3 pad=1 layout=NHWC"},
+               {"small", "x=1x7x9x10 kernel=3 stride=2 pad=1 layout=NHWC"},
                {"small", "x=1x1x9x8 kernel=1 stride=3"},
                {"small", "x=1x2x8x9 kernel=5 stride=3 pad=2 dilation=1"},
                {"test", "x=3x7x37x41 kernel=3 pad=1"},
