@@ -5,7 +5,14 @@
  * fixed offset from the output's flattened index; the outputs are then register-blocked
  * vector FMAs over contiguous loads (NCHW: scalar weight per tap; NHWC: a weight vector per
  * tap over channels). Backward uses the same planes: dx as a correlation of the gradient with
- * the taps of each phase, dw and db as dot products. im2col + GEMM is poor here: K = 9. */
+ * the taps of each phase, dw and db as dot products. im2col + GEMM is poor here: K = 9.
+ * NHWC with multiplier 1 and at least one vector of channels takes a direct path instead
+ * (default; --impl phase keeps the planes everywhere): channels in the vector lanes, taps
+ * read in place from x, rows of output pixels register-blocked (8 pixels x 1 channel vector,
+ * each input vector of a 3-wide tap row loaded once for its three outputs), the rows a row's
+ * successor reads first prefetched; dx as the transposed convolution (per class of input
+ * columns mod the stride) with the same kernel, dw and db as per-channel sums in registers
+ * over each row; threads over images x rows. */
 #include <string.h>
 
 #include "resize_common.h"
@@ -359,6 +366,238 @@ typedef int64_t dw_i_f64 __attribute__((vector_size(DW_V)));
 DW_KERNELS(float, f32)
 DW_KERNELS(double, f64)
 
+/* Prefetch share of pixels [j0, j1) of np: of the nl[i] lines from pf[i], i < 2 (pf NULL:
+ * none). */
+static inline __attribute__((always_inline)) void dw_pf2(const char *const *pf, const int64_t *nl,
+                                                         int64_t j0, int64_t j1, int64_t np) {
+  for (int i = 0; pf && i < 2; i++)
+    for (int64_t l = j0 * nl[i] / np; l < j1 * nl[i] / np; l++) __builtin_prefetch(pf[i] + l * 64);
+}
+
+/* ---- the direct NHWC kernels (multiplier 1, at least one vector of channels) ----
+ * Channels in the vector lanes, read straight from x / the gradient (no copies): a tap is a
+ * source pointer plus a pixel step. C not a multiple of the vector: the last vector is
+ * [C - V, C), overlapping the one before (stores recompute the same values; sums skip the
+ * lanes already counted). */
+#define DW_DIRECT(T, S)                                                                        \
+  /* P pixels j of y (pixel step ys elements) and Q channel vectors from c (P*Q <= 8): init    \
+   * (or zero) + sum over the taps of w[k] * src[k][j*ss], all P*Q accumulators in registers   \
+   * over the taps (short rows take more channel vectors: eight FMA chains either way). */     \
+  static inline __attribute__((always_inline)) void dw_dblk_##S(                               \
+      T *y, int64_t ys, const T *init, const T *const *src, int64_t ss, const T *const *w,     \
+      int64_t nt, int64_t c, int P, int Q) {                                                   \
+    typedef dw_v_##S vf;                                                                       \
+    enum { V = DW_V / sizeof(T) };                                                             \
+    vf a[8], z = {0};                                                                          \
+    _Pragma("GCC unroll 8") for (int q = 0; q < P * Q; q++) {                                  \
+      if (init) memcpy(&a[q], init + c + q % Q * V, sizeof a[q]);                              \
+      else a[q] = z;                                                                           \
+    }                                                                                          \
+    for (int64_t k = 0; k < nt; k++) {                                                         \
+      vf wk[8];                                                                                \
+      _Pragma("GCC unroll 8") for (int u = 0; u < Q; u++)                                      \
+        memcpy(&wk[u], w[k] + c + u * V, sizeof wk[u]);                                        \
+      const T *p = src[k] + c;                                                                 \
+      _Pragma("GCC unroll 8") for (int q = 0; q < P * Q; q++) {                                \
+        vf v;                                                                                  \
+        memcpy(&v, p + q / Q * ss + q % Q * V, sizeof v);                                      \
+        a[q] += wk[q % Q] * v;                                                                 \
+      }                                                                                        \
+    }                                                                                          \
+    _Pragma("GCC unroll 8") for (int q = 0; q < P * Q; q++)                                    \
+      memcpy(y + q / Q * ys + c + q % Q * V, &a[q], sizeof a[q]);                              \
+  }                                                                                            \
+  /* The same for taps in rows of three adjacent pixels (3 wide, dilation 1: src[k + i] =      \
+   * src[k] + i*C) and pixel step ss = St*C, St = 1 or 2: each input vector of a row is        \
+   * loaded once for the up to three outputs it feeds ((P - 1)*St + 3 loads for 3P FMAs, not   \
+   * 3P). (3x3 rows of 512 channels: the 2 KiB pixel pitch puts a row's loads of one channel   \
+   * vector in two L1 sets, so every load saved is an L2 read saved.) */                       \
+  static inline __attribute__((always_inline)) void dw_dblk3_##S(                              \
+      T *y, int64_t ys, const T *init, const T *const *src, int64_t C, const T *const *w,      \
+      int64_t nt, int64_t c, int P, int Q, int St) {                                           \
+    typedef dw_v_##S vf;                                                                       \
+    enum { V = DW_V / sizeof(T) };                                                             \
+    vf a[8], z = {0};                                                                          \
+    _Pragma("GCC unroll 8") for (int q = 0; q < P * Q; q++) {                                  \
+      if (init) memcpy(&a[q], init + c + q % Q * V, sizeof a[q]);                              \
+      else a[q] = z;                                                                           \
+    }                                                                                          \
+    for (int64_t k = 0; k < nt; k += 3) {                                                      \
+      vf wk[3][2];                                                                             \
+      for (int i = 0; i < 3; i++)                                                              \
+        _Pragma("GCC unroll 2") for (int u = 0; u < Q; u++)                                    \
+          memcpy(&wk[i][u], w[k + i] + c + u * V, sizeof wk[i][u]);                            \
+      const T *p = src[k] + c;                                                                 \
+      _Pragma("GCC unroll 17") for (int e = 0; e < (P - 1) * St + 3; e++)                      \
+        _Pragma("GCC unroll 2") for (int u = 0; u < Q; u++) {                                  \
+          vf v;                                                                                \
+          memcpy(&v, p + e * C + u * V, sizeof v);                                             \
+          _Pragma("GCC unroll 3") for (int i = 0; i < 3; i++) {                                \
+            int q = (e - i) / St;                                                              \
+            if (e >= i && (e - i) % St == 0 && q < P) a[q * Q + u] += wk[i][u] * v;            \
+          }                                                                                    \
+        }                                                                                      \
+    }                                                                                          \
+    _Pragma("GCC unroll 8") for (int q = 0; q < P * Q; q++)                                    \
+      memcpy(y + q / Q * ys + c + q % Q * V, &a[q], sizeof a[q]);                              \
+  }                                                                                            \
+  /* np pixels in blocks of 8 while they last, then of 4 (the last one shifted back over       \
+   * pixels already written: the same values again), single pixels only in rows under 4;       \
+   * blocks of 4 take two channel vectors at a time, single pixels eight. The pfn bytes at pf  \
+   * (the rows the next call reads first, NULL for none) are prefetched spread over the        \
+   * blocks: streaming from memory, the hardware prefetchers alone leave these first reads     \
+   * waiting. */                                                                               \
+  OPF_VEC static void dw_dir_##S(T *y, int64_t ys, const T *init, const T *const *src,         \
+                                 int64_t ss, const T *const *w, int64_t nt, int64_t np,        \
+                                 int64_t C, const char *pf, int64_t pfn) {                     \
+    enum { V = DW_V / sizeof(T) };                                                             \
+    const T *sp[1024];                                                                         \
+    int64_t lines = pf ? (pfn + 63) / 64 : 0;                                                  \
+    int row3 = nt % 3 == 0 && (ss == C || ss == 2 * C); /* rows of 3 adjacent taps */          \
+    for (int64_t k = 0; row3 && k < nt; k += 3)                                                \
+      row3 = src[k + 1] == src[k] + C && src[k + 2] == src[k] + 2 * C;                         \
+    for (int64_t j0 = 0; j0 < np;) {                                                           \
+      int P = np - j0 >= 8 ? 8 : np >= 4 ? 4 : 1;                                              \
+      int64_t j = j0 + P > np ? np - P : j0, j1 = j + P;                                       \
+      for (int64_t l = j0 * lines / np; l < j1 * lines / np; l++)                              \
+        __builtin_prefetch(pf + l * 64);                                                       \
+      for (int64_t k = 0; k < nt; k++) sp[k] = src[k] + j * ss;                                \
+      T *yj = y + j * ys;                                                                      \
+      int64_t c = 0;                                                                           \
+      if (P == 4 && row3 && ss == C)                                                           \
+        for (; c + 2 * V <= C; c += 2 * V) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, c, 4, 2, 1); \
+      else if (P == 4 && row3)                                                                 \
+        for (; c + 2 * V <= C; c += 2 * V) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, c, 4, 2, 2); \
+      else if (P == 4)                                                                         \
+        for (; c + 2 * V <= C; c += 2 * V) dw_dblk_##S(yj, ys, init, sp, ss, w, nt, c, 4, 2);  \
+      else if (P == 1)                                                                         \
+        for (; c + 8 * V <= C; c += 8 * V) dw_dblk_##S(yj, ys, init, sp, ss, w, nt, c, 1, 8);  \
+      for (int64_t c0 = c; c0 < C; c0 += V) { /* one channel vector at a time */               \
+        int64_t cv = c0 + V > C ? C - V : c0;                                                  \
+        if (row3 && ss == C && P == 8) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, cv, 8, 1, 1);  \
+        else if (row3 && P == 8) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, cv, 8, 1, 2);        \
+        else if (row3 && ss == C && P == 4)                                                    \
+          dw_dblk3_##S(yj, ys, init, sp, C, w, nt, cv, 4, 1, 1);                               \
+        else if (row3 && P == 4) dw_dblk3_##S(yj, ys, init, sp, C, w, nt, cv, 4, 1, 2);        \
+        else if (P == 8) dw_dblk_##S(yj, ys, init, sp, ss, w, nt, cv, 8, 1);                   \
+        else if (P == 4) dw_dblk_##S(yj, ys, init, sp, ss, w, nt, cv, 4, 1);                   \
+        else dw_dblk_##S(yj, ys, init, sp, ss, w, nt, cv, 1, 1);                               \
+      }                                                                                        \
+      j0 = j1;                                                                                 \
+    }                                                                                          \
+  }                                                                                            \
+  /* Up to 9 taps of one channel vector: out[k][c..] += sum_j g[j*gs] * src[k][j*ss] and       \
+   * bias[c..] += sum_j g[j*gs], the sums in registers over the np pixels; lanes below skip    \
+   * are not added (counted by the vector before). St = 1 or 2: the taps are rows of three     \
+   * adjacent pixels (src[k + i] = src[k] + i*C, ss = St*C, K a multiple of 3) and blocks of   \
+   * 8 pixels load each input vector once for the up to three taps it meets (as dblk3). */     \
+  static inline __attribute__((always_inline)) void dw_dgrp_##S(                               \
+      T *const *out, T *bias, const T *g, int64_t gs, const T *const *src, int64_t ss,         \
+      int64_t np, int64_t c, int skip, int K, int St, const char *const *pf,                   \
+      const int64_t *nl) {                                                                     \
+    typedef dw_v_##S vf;                                                                       \
+    enum { V = DW_V / sizeof(T) };                                                             \
+    vf a[9], sb = {0}, z = {0};                                                                \
+    _Pragma("GCC unroll 9") for (int k = 0; k < K; k++) a[k] = z;                              \
+    int64_t j = 0;                                                                             \
+    if (St)                                                                                    \
+      for (; j + 8 <= np; j += 8) {                                                            \
+        vf gq[8];                                                                              \
+        dw_pf2(pf, nl, j, j + 8, np);                                                          \
+        _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++) {                                  \
+          memcpy(&gq[q], g + (j + q) * gs + c, sizeof gq[q]);                                  \
+          sb += gq[q];                                                                         \
+        }                                                                                      \
+        for (int r = 0; r < K / 3; r++) { /* no unroll pragma: -O0 warns it ignores it */    \
+          const T *p = src[3 * r] + j * ss + c;                                                \
+          _Pragma("GCC unroll 17") for (int e = 0; e < 7 * St + 3; e++) {                      \
+            vf v;                                                                              \
+            memcpy(&v, p + e * (ss / St), sizeof v);                                           \
+            _Pragma("GCC unroll 3") for (int i = 0; i < 3; i++) {                              \
+              int q = (e - i) / St;                                                            \
+              if (e >= i && (e - i) % St == 0 && q < 8) a[3 * r + i] += gq[q] * v;             \
+            }                                                                                  \
+          }                                                                                    \
+        }                                                                                      \
+      }                                                                                        \
+    for (; j < np; j++) {                                                                      \
+      vf gv;                                                                                   \
+      dw_pf2(pf, nl, j, j + 1, np);                                                            \
+      memcpy(&gv, g + j * gs + c, sizeof gv);                                                  \
+      sb += gv;                                                                                \
+      _Pragma("GCC unroll 9") for (int k = 0; k < K; k++) {                                    \
+        vf v;                                                                                  \
+        memcpy(&v, src[k] + j * ss + c, sizeof v);                                             \
+        a[k] += gv * v;                                                                        \
+      }                                                                                        \
+    }                                                                                          \
+    if (!skip) {                                                                               \
+      _Pragma("GCC unroll 9") for (int k = 0; k < K; k++) {                                    \
+        vf o;                                                                                  \
+        memcpy(&o, out[k] + c, sizeof o);                                                      \
+        o += a[k];                                                                             \
+        memcpy(out[k] + c, &o, sizeof o);                                                      \
+      }                                                                                        \
+      if (bias) {                                                                              \
+        vf o;                                                                                  \
+        memcpy(&o, bias + c, sizeof o);                                                        \
+        o += sb;                                                                               \
+        memcpy(bias + c, &o, sizeof o);                                                        \
+      }                                                                                        \
+      return;                                                                                  \
+    }                                                                                          \
+    for (int k = 0; k < K; k++)                                                                \
+      for (int l = skip; l < V; l++) out[k][c + l] += a[k][l];                                 \
+    if (bias)                                                                                  \
+      for (int l = skip; l < V; l++) bias[c + l] += sb[l];                                     \
+  }                                                                                            \
+  /* dw and db partials of np pixels: every channel vector, the taps nine at a time (the       \
+   * bias with the first nine; with no tap, the bias alone). pf[2] / pfn[2]: two ranges to     \
+   * prefetch, spread over the channel vectors (as in dir). */                                 \
+  OPF_VEC static void dw_ddots_##S(T *const *out, T *bias, const T *g, int64_t gs,             \
+                                   const T *const *src, int64_t ss, int64_t nt, int64_t np,    \
+                                   int64_t C, const char *const *pf, const int64_t *pfn) {     \
+    enum { V = DW_V / sizeof(T) };                                                             \
+    for (int64_t c0 = 0; c0 < C; c0 += V) {                                                    \
+      int64_t c = c0 + V > C ? C - V : c0, ce = c0 + V < C ? c0 + V : C;                       \
+      const char *pa[2] = {NULL, NULL}; /* this channel vector's share of the prefetches */    \
+      int64_t nl[2] = {0, 0};                                                                  \
+      for (int i = 0; pf && i < 2; i++) {                                                      \
+        int64_t lines = pf[i] ? (pfn[i] + 63) / 64 : 0;                                        \
+        pa[i] = pf[i] + c0 * lines / C * 64, nl[i] = ce * lines / C - c0 * lines / C;          \
+      }                                                                                        \
+      int skip = (int)(c0 - c);                                                                \
+      for (int64_t k0 = 0; k0 < (nt > 0 ? nt : 1); k0 += 9) {                                  \
+        int64_t nk = nt - k0 < 9 ? nt - k0 : 9;                                                \
+        T *b = k0 == 0 ? bias : NULL;                                                          \
+        T *const *o = out + k0;                                                                \
+        const T *const *sk = src + k0;                                                         \
+        int r3 = nk % 3 == 0 && (ss == C || ss == 2 * C) && np >= 8;                           \
+        for (int64_t k = 0; r3 && k < nk; k += 3)                                              \
+          r3 = sk[k + 1] == sk[k] + C && sk[k + 2] == sk[k] + 2 * C;                           \
+        int St = r3 ? (int)(ss / C) : 0;                                                       \
+        const char *const *pq = k0 == 0 ? pa : NULL; /* prefetch in the first group */         \
+        if (nk == 9 && St == 1) dw_dgrp_##S(o, b, g, gs, sk, ss, np, c, skip, 9, 1, pq, nl);   \
+        else if (nk == 9 && St == 2) dw_dgrp_##S(o, b, g, gs, sk, ss, np, c, skip, 9, 2, pq, nl); \
+        else if (nk == 6 && St == 1) dw_dgrp_##S(o, b, g, gs, sk, ss, np, c, skip, 6, 1, pq, nl); \
+        else if (nk == 6 && St == 2) dw_dgrp_##S(o, b, g, gs, sk, ss, np, c, skip, 6, 2, pq, nl); \
+        else if (nk == 9) dw_dgrp_##S(o, b, g, gs, sk, ss, np, c, skip, 9, 0, pq, nl);         \
+        else if (nk == 6) dw_dgrp_##S(o, b, g, gs, sk, ss, np, c, skip, 6, 0, pq, nl);         \
+        else if (nk == 5) dw_dgrp_##S(o, b, g, gs, sk, ss, np, c, skip, 5, 0, pq, nl);         \
+        else if (nk == 3) dw_dgrp_##S(o, b, g, gs, sk, ss, np, c, skip, 3, 0, pq, nl);         \
+        else {                                                                                 \
+          for (int64_t k = 0; k < nk; k++)                                                     \
+            dw_dgrp_##S(o + k, k ? NULL : b, g, gs, sk + k, ss, np, c, skip, 1, 0,             \
+                        k ? NULL : pq, nl);                                                    \
+          if (nk <= 0 && b) dw_dgrp_##S(o, b, g, gs, sk, ss, np, c, skip, 0, 0, pq, nl);       \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+  }
+
+DW_DIRECT(float, f32)
+DW_DIRECT(double, f64)
+
 typedef struct dw_kern {
   void (*taps1)(void *, int64_t, const void *, double, const void *const *, int64_t,
                 const void *, int64_t, int64_t, int64_t);
@@ -370,6 +609,10 @@ typedef struct dw_kern {
                       int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);
   void (*copy_rows)(void *, int64_t, const void *, int64_t, int64_t, int64_t);
   void (*unphase_row)(void *, const void *const *, int64_t, int64_t, int64_t, int64_t, int64_t);
+  void (*dir)(void *, int64_t, const void *, const void *const *, int64_t, const void *const *,
+              int64_t, int64_t, int64_t, const char *, int64_t);
+  void (*ddots)(void *const *, void *, const void *, int64_t, const void *const *, int64_t,
+                int64_t, int64_t, int64_t, const char *const *, const int64_t *);
 } dw_kern;
 
 /* taps1 takes its constant as a double for one table type; the wrappers narrow it. */
@@ -384,9 +627,11 @@ static void dw_taps1_f64w(void *y, int64_t ldy, const void *init, double b, cons
 
 static const dw_kern dw_kerns[2] = {
     {dw_taps1_f32w, (void *)dw_tapsv_f32, (void *)dw_dots_f32, (void *)dw_phase_plane_f32,
-     (void *)dw_copy_rows_f32, (void *)dw_unphase_row_f32},
+     (void *)dw_copy_rows_f32, (void *)dw_unphase_row_f32, (void *)dw_dir_f32,
+     (void *)dw_ddots_f32},
     {dw_taps1_f64w, (void *)dw_tapsv_f64, (void *)dw_dots_f64, (void *)dw_phase_plane_f64,
-     (void *)dw_copy_rows_f64, (void *)dw_unphase_row_f64}};
+     (void *)dw_copy_rows_f64, (void *)dw_unphase_row_f64, (void *)dw_dir_f64,
+     (void *)dw_ddots_f64}};
 
 /* ---- the work of one band ---- */
 typedef struct dw_ctx {
@@ -399,6 +644,8 @@ typedef struct dw_ctx {
   char *slots;
   size_t slot;
   int bwd;
+  int direct; /* the direct NHWC path (dw_direct_ok) */
+  int stage;  /* direct: 0 forward rows, 1 dx rows, 2 dw / db rows */
 } dw_ctx;
 
 typedef struct dw_slot {
@@ -594,6 +841,201 @@ static void dw_bwd_band(const dw_ctx *x, const dw_slot *sl, int64_t n, int64_t c
   }
 }
 
+/* ---- the direct NHWC path: rows of pixels, taps read in place ---- */
+/* Multiplier 1 and at least one vector of channels (the planes' channel padding and
+ * multiplier interleave are the phase path's). */
+static int dw_direct_ok(const dw_geom *g) {
+  return g->nhwc && g->M == 1 && g->C >= DW_V / (int64_t)g->es;
+}
+
+/* A tap of one row: source pixel j at element off + j*step of its image; valid for pixels
+ * [jlo, jhi); t indexes the weight table and the dw partials. */
+typedef struct dw_tap {
+  int64_t off, jlo, jhi, t;
+} dw_tap;
+
+/* Taps of output row oh reading x (forward and dw), pixel step s: only those valid
+ * somewhere in the row. */
+static int64_t dw_xtaps(const dw_geom *g, int64_t oh, dw_tap *tp) {
+  int64_t nt = 0;
+  for (int64_t kh = 0; kh < g->KH; kh++) {
+    int64_t ih = oh * g->s - g->ph + kh * g->dh;
+    if (ih < 0 || ih >= g->H) continue;
+    for (int64_t kw = 0; kw < g->KW; kw++) {
+      int64_t c0 = kw * g->dw - g->pw; /* input column of pixel 0 */
+      int64_t jlo = c0 >= 0 ? 0 : (-c0 + g->s - 1) / g->s;
+      int64_t jhi = c0 >= g->W ? 0 : (g->W - 1 - c0) / g->s + 1;
+      jhi = jhi < g->OW ? jhi : g->OW;
+      if (jlo >= jhi) continue;
+      tp[nt++] = (dw_tap){(ih * g->W + c0) * g->C, jlo, jhi, kh * g->KW + kw};
+    }
+  }
+  return nt;
+}
+
+/* Taps of input row ih, columns iw = r + j*s (the data gradient: the transposed
+ * convolution), reading the output gradient with pixel step 1; nj pixels. */
+static int64_t dw_gtaps(const dw_geom *g, int64_t ih, int64_t r, int64_t nj, dw_tap *tp) {
+  int64_t nt = 0, s = g->s;
+  for (int64_t kh = 0; kh < g->KH; kh++) {
+    int64_t num = ih + g->ph - kh * g->dh;
+    if (num < 0 || num % s || num / s >= g->OH) continue;
+    for (int64_t kw = g->KW - 1; kw >= 0; kw--) { /* sources ascending */
+      int64_t nc = r + g->pw - kw * g->dw;
+      if ((nc % s + s) % s) continue;
+      int64_t ow0 = nc / s; /* exact: the output column of pixel 0 */
+      int64_t jlo = ow0 < 0 ? -ow0 : 0, jhi = g->OW - ow0 < nj ? g->OW - ow0 : nj;
+      if (jlo >= jhi) continue;
+      tp[nt++] = (dw_tap){(num / s * g->OW + ow0) * g->C, jlo, jhi, kh * g->KW + kw};
+    }
+  }
+  return nt;
+}
+
+/* Pixels [a, b) where every tap is valid (a = b = np when none is). */
+static void dw_span(const dw_tap *tp, int64_t nt, int64_t np, int64_t *a, int64_t *b) {
+  *a = 0, *b = np;
+  for (int64_t k = 0; k < nt; k++) {
+    *a = tp[k].jlo > *a ? tp[k].jlo : *a;
+    *b = tp[k].jhi < *b ? tp[k].jhi : *b;
+  }
+  if (*a >= *b) *a = *b = np;
+}
+
+/* Pixels of a row outside the span, one at a time with the taps valid there: the next one
+ * from *j (returns 0 past np), its tap count in *n and sources in src (and idx: the taps). */
+static int dw_edge(const dw_tap *tp, int64_t nt, int64_t np, int64_t a, int64_t b, int64_t *j,
+                   int64_t *n, int64_t *idx) {
+  if (*j == a && b > a) *j = b;
+  if (*j >= np) return 0;
+  *n = 0;
+  for (int64_t k = 0; k < nt; k++)
+    if (*j >= tp[k].jlo && *j < tp[k].jhi) idx[(*n)++] = k;
+  return 1;
+}
+
+/* One row through the dir kernel: pixels j < np of y (pixel step ys elements) = init +
+ * taps of base (pixel step ss); [pf, pf + pfn) prefetched meanwhile. */
+static void dw_row_dir(const dw_ctx *x, char *y, int64_t ys, const char *init, const char *base,
+                       const dw_tap *tp, int64_t nt, int64_t ss, int64_t np, const char *pf,
+                       int64_t pfn) {
+  const dw_geom *g = &x->g;
+  size_t es = g->es;
+  const void *src[1024], *wt[1024];
+  int64_t idx[1024], a, b, n;
+  dw_span(tp, nt, np, &a, &b);
+  if (a < b) {
+    for (int64_t k = 0; k < nt; k++) {
+      src[k] = base + (size_t)(tp[k].off + a * ss) * es;
+      wt[k] = x->tab + (size_t)(tp[k].t * g->u) * es;
+    }
+    x->k->dir(y + (size_t)(a * ys) * es, ys, init, src, ss, wt, nt, b - a, g->C, pf, pfn);
+  }
+  for (int64_t j = 0; dw_edge(tp, nt, np, a, b, &j, &n, idx); j++) {
+    for (int64_t i = 0; i < n; i++) {
+      src[i] = base + (size_t)(tp[idx[i]].off + j * ss) * es;
+      wt[i] = x->tab + (size_t)(tp[idx[i]].t * g->u) * es;
+    }
+    x->k->dir(y + (size_t)(j * ys) * es, ys, init, src, ss, wt, n, 1, g->C, NULL, 0);
+  }
+}
+
+/* One row's dw / db partials: gradient row gr (pixel step C) against the taps of base; the
+ * ranges pf[2] / pfn[2] prefetched meanwhile. */
+static void dw_row_dots(const dw_ctx *x, const dw_slot *sl, int wgrad, int bgrad, const char *gr,
+                        const char *base, const dw_tap *tp, int64_t nt, int64_t ss, int64_t np,
+                        const char *const *pf, const int64_t *pfn) {
+  const dw_geom *g = &x->g;
+  size_t es = g->es;
+  const void *src[1024];
+  void *out[1024];
+  int64_t idx[1024], a, b, n, C = g->C;
+  if (!wgrad) nt = 0;
+  dw_span(tp, nt, np, &a, &b);
+  void *db = bgrad ? sl->dbp : NULL;
+  if (a < b) {
+    for (int64_t k = 0; k < nt; k++) {
+      src[k] = base + (size_t)(tp[k].off + a * ss) * es;
+      out[k] = sl->dwp + (size_t)(tp[k].t * g->u) * es;
+    }
+    x->k->ddots(out, db, gr + (size_t)(a * C) * es, C, src, ss, nt, b - a, C, pf, pfn);
+  }
+  for (int64_t j = 0; dw_edge(tp, nt, np, a, b, &j, &n, idx); j++) {
+    for (int64_t i = 0; i < n; i++) {
+      src[i] = base + (size_t)(tp[idx[i]].off + j * ss) * es;
+      out[i] = sl->dwp + (size_t)(tp[idx[i]].t * g->u) * es;
+    }
+    x->k->ddots(out, db, gr + (size_t)(j * C) * es, C, src, ss, n, 1, C, NULL, NULL);
+  }
+}
+
+/* Last input row an item's row reads (-1 for none): x rows for output row i (forward, dw),
+ * gradient rows for input row i (dx). */
+static int64_t dw_last_row(const dw_geom *g, int stage, int64_t i) {
+  int64_t r = stage == 1 ? (i + g->ph) / g->s : i * g->s - g->ph + (g->KH - 1) * g->dh;
+  int64_t top = stage == 1 ? g->OH - 1 : g->H - 1;
+  return r < top ? r : top;
+}
+
+/* The rows item it + 1 reads first (none read by item it), to prefetch during item it:
+ * their bytes, from *pf (x or the gradient). */
+static int64_t dw_next_rows(const dw_ctx *x, int64_t it, int64_t items, const char **pf) {
+  const dw_geom *g = &x->g;
+  if (it + 1 >= items) return 0;
+  int st = x->stage;
+  int64_t per = st == 1 ? g->H : g->OH, hin = st == 1 ? g->OH : g->H, win = st == 1 ? g->OW : g->W;
+  int64_t n = it / per, n1 = (it + 1) / per;
+  int64_t lo = n1 == n ? dw_last_row(g, st, it % per) + 1 : 0;
+  int64_t hi = dw_last_row(g, st, (it + 1) % per);
+  if (lo < 0) lo = 0;
+  if (hi < lo) return 0;
+  const char *base = st == 1 ? x->c->gout[0].data : x->c->in[IN_X].data;
+  *pf = base + (size_t)((n1 * hin + lo) * win * g->C) * g->es;
+  return (hi - lo + 1) * win * g->C * (int64_t)g->es;
+}
+
+/* Rows [lo, hi) of the current stage: forward and dw rows are (n, oh), dx rows (n, ih). */
+static void dw_ditems(void *p, int64_t lo, int64_t hi, int t) {
+  const dw_ctx *x = p;
+  const dw_geom *g = &x->g;
+  opf_case *c = x->c;
+  size_t es = g->es;
+  int64_t C = g->C, s = g->s;
+  dw_slot sl;
+  dw_slot_of(x, t, &sl);
+  dw_tap tp[1024];
+  const char *xd = c->in[IN_X].data, *gd = c->gout[0].data;
+  int64_t items = x->stage == 1 ? g->N * g->H : g->N * g->OH;
+  for (int64_t it = lo; it < hi; it++) {
+    const char *pf = NULL;
+    int64_t pfn = dw_next_rows(x, it, items, &pf);
+    if (x->stage == 1) { /* dx row: s column classes */
+      int64_t n = it / g->H, ih = it % g->H;
+      char *dx = (char *)c->gin[IN_X].data + (size_t)((n * g->H + ih) * g->W * C) * es;
+      const char *gi = gd + (size_t)(n * g->OH * g->OW * C) * es;
+      for (int64_t r = 0; r < s && r < g->W; r++) {
+        int64_t nj = (g->W - r + s - 1) / s, nt = dw_gtaps(g, ih, r, nj, tp);
+        dw_row_dir(x, dx + (size_t)(r * C) * es, s * C, NULL, gi, tp, nt, C, nj, r ? NULL : pf,
+                   pfn);
+      }
+      continue;
+    }
+    int64_t n = it / g->OH, oh = it % g->OH, nt = dw_xtaps(g, oh, tp);
+    const char *xi = xd + (size_t)(n * g->H * g->W * C) * es;
+    size_t row = (size_t)((n * g->OH + oh) * g->OW * C) * es;
+    if (x->stage == 0) {
+      const char *bt = x->tab + (size_t)(g->KK * g->u) * es; /* bias or zeros */
+      dw_row_dir(x, (char *)c->out[0].data + row, C, bt, xi, tp, nt, s * C, g->OW, pf, pfn);
+    } else {
+      /* the next x rows and the next gradient row */
+      const char *pfs[2] = {pf, it + 1 < items ? gd + row + (size_t)(g->OW * C) * es : NULL};
+      int64_t pfns[2] = {pfn, g->OW * C * (int64_t)es};
+      dw_row_dots(x, &sl, c->gin[IN_W].data != NULL, c->present[IN_B] && c->gin[IN_B].data,
+                  gd + row, xi, tp, nt, s * C, g->OW, pfs, pfns);
+    }
+  }
+}
+
 /* ---- items, infer, passes ---- */
 static void dw_items(void *p, int64_t lo, int64_t hi, int t) {
   const dw_ctx *x = p;
@@ -686,9 +1128,11 @@ static void dw_setup(opf_case *c, dw_ctx *x, int bwd) {
     }
 }
 
-static void dw_run(opf_case *c, int bwd) {
+/* One pass; phase: the phase-plane path even where the direct one applies. */
+static void dw_run(opf_case *c, int bwd, int phase) {
   dw_ctx x;
   dw_setup(c, &x, bwd);
+  x.direct = !phase && dw_direct_ok(&x.g);
   const dw_geom *g = &x.g;
   int cap = (int)((c->ws_bytes - dw_table_bytes(g)) / x.slot);
   int64_t items = g->N * (g->nhwc ? 1 : g->C) * g->nb;
@@ -700,7 +1144,15 @@ static void dw_run(opf_case *c, int bwd) {
       dw_slot_of(&x, k, &sl);
       memset(sl.dwp, 0, part);
     }
-  rs_run_items(items, work, cap, dw_items, &x);
+  if (!x.direct) {
+    rs_run_items(items, work, cap, dw_items, &x);
+  } else if (!bwd) {
+    rs_run_items(g->N * g->OH, work, cap, dw_ditems, &x);
+  } else {
+    if (c->gin[IN_X].data) x.stage = 1, rs_run_items(g->N * g->H, work, cap, dw_ditems, &x);
+    if (c->gin[IN_W].data || (c->present[IN_B] && c->gin[IN_B].data))
+      x.stage = 2, rs_run_items(g->N * g->OH, work, cap, dw_ditems, &x);
+  }
   if (!bwd) return;
   void *dw = c->gin[IN_W].data, *db = c->present[IN_B] ? c->gin[IN_B].data : NULL;
   if (dw) memset(dw, 0, (size_t)(g->CM * g->KK) * g->es);
@@ -724,12 +1176,22 @@ static void dw_run(opf_case *c, int bwd) {
 }
 
 static int dw_forward(opf_case *c) {
-  dw_run(c, 0);
+  dw_run(c, 0, 0);
   return OPF_OK;
 }
 
 static int dw_backward(opf_case *c) {
-  dw_run(c, 1);
+  dw_run(c, 1, 0);
+  return OPF_OK;
+}
+
+static int dw_forward_phase(opf_case *c) {
+  dw_run(c, 0, 1);
+  return OPF_OK;
+}
+
+static int dw_backward_phase(opf_case *c) {
+  dw_run(c, 1, 1);
   return OPF_OK;
 }
 
@@ -833,6 +1295,7 @@ OPPERF_OP(depthwise_conv2d) = {
                {"small", "x=1x7x6x3 kernel=3 stride=2 pad=1 multiplier=2 layout=NHWC"},
                {"small", "x=1x5x5x17 kernel=3 pad=1 b=none layout=NHWC"},
                {"small", "x=1x5x9x16 kernel=3 pad=1 layout=NHWC"},
+               {"small", "x=1x7x9x10 kernel=3 stride=2 pad=1 layout=NHWC"},
                {"small", "x=1x1x9x8 kernel=1 stride=3"},
                {"small", "x=1x2x8x9 kernel=5 stride=3 pad=2 dilation=1"},
                {"test", "x=3x7x37x41 kernel=3 pad=1"},
@@ -849,3 +1312,12 @@ OPPERF_OP(depthwise_conv2d) = {
     .flops = dw_flops,
     .bytes = dw_bytes,
 };
+
+/* The phase-plane algorithm everywhere (the default's only one before the direct NHWC path). */
+OPPERF_IMPL(depthwise_conv2d_phase) = {.abi = OPF_OP_ABI,
+                                       .name = "phase",
+                                       .implements = "depthwise_conv2d",
+                                       .summary = "zero-padded phase planes per band of rows, "
+                                                  "NCHW and NHWC (the default's NCHW path)",
+                                       .forward = dw_forward_phase,
+                                       .backward = dw_backward_phase};

@@ -180,7 +180,8 @@ static void test_errors(void **state) {
 }
 
 /* depthwise_conv2d against conv2d with groups = C (w (C*M, 1, KH, KW): filter f reads input
- * channel f / M in both): outputs and all three gradients, 1 and 2 threads. */
+ * channel f / M in both): outputs and all three gradients, float64 and float32 (runs 3 and 4
+ * below), 1 and 2 threads. */
 static void test_depthwise_vs_grouped(void **state) {
   (void)state;
   const opf_op *dw = ts_op("depthwise_conv2d"), *cv = opf_op_find("conv2d");
@@ -190,14 +191,35 @@ static void test_depthwise_vs_grouped(void **state) {
       {"x=1x4x97x70 kernel=3 stride=2 pad=1 multiplier=2",
        "x=1x4x97x70 filters=8 groups=4 kernel=3 stride=2 pad=1"},
       {"x=2x6x33x40 kernel=5 pad=4 dilation=2", "x=2x6x33x40 filters=6 groups=6 kernel=5 pad=4 dilation=2"},
-      {"x=3x24x14x14 kernel=3 pad=1 b=none", "x=3x24x14x14 filters=24 groups=24 kernel=3 pad=1 b=none"}};
+      {"x=3x24x14x14 kernel=3 pad=1 b=none", "x=3x24x14x14 filters=24 groups=24 kernel=3 pad=1 b=none"},
+      /* NHWC, multiplier 1, at least one vector of channels: the direct path (float64
+       * vectors of 8, float32 of 16): channel tails, pixel blocks of 8 / 4 / 1 and their
+       * remainders, strides above the kernel (rows and columns without taps), padding
+       * beyond the window, dilation */
+      {"x=2x13x11x20 kernel=3 stride=2 pad=1 layout=NHWC",
+       "x=2x13x11x20 filters=20 groups=20 kernel=3 stride=2 pad=1 layout=NHWC"},
+      {"x=2x14x14x16 kernel=3 pad=1 layout=NHWC",
+       "x=2x14x14x16 filters=16 groups=16 kernel=3 pad=1 layout=NHWC"},
+      {"x=1x17x19x33 kernel=5 stride=3 pad=2 dilation=2 layout=NHWC b=none",
+       "x=1x17x19x33 filters=33 groups=33 kernel=5 stride=3 pad=2 dilation=2 layout=NHWC b=none"},
+      {"x=2x9x23x8 kernel=2 stride=4 layout=NHWC",
+       "x=2x9x23x8 filters=8 groups=8 kernel=2 stride=4 layout=NHWC"},
+      {"x=1x6x5x24 kh=2 kw=4 pad=3 layout=NHWC",
+       "x=1x6x5x24 filters=24 groups=24 kh=2 kw=4 pad=3 layout=NHWC"},
+      {"x=2x9x40x16 kernel=3 stride=2 pad=1 layout=NHWC",
+       "x=2x9x40x16 filters=16 groups=16 kernel=3 stride=2 pad=1 layout=NHWC"},
+      {"x=1x3x37x48 kernel=3 pad=1 layout=NHWC",
+       "x=1x3x37x48 filters=48 groups=48 kernel=3 pad=1 layout=NHWC"}};
   int saved = omp_get_max_threads();
   for (size_t k = 0; k < sizeof specs / sizeof *specs; k++)
-    for (int threads = 1; threads <= 2; threads++) {
-      omp_set_num_threads(threads);
+    for (int threads = 1; threads <= 4; threads++) {
+      /* threads 3 and 4: float32 (its own vector width), 1 and 2 threads */
+      opf_dtype dt = threads <= 2 ? OPF_F64 : OPF_F32;
+      double tol = dt == OPF_F64 ? 1e-10 : 1e-4;
+      omp_set_num_threads(threads <= 2 ? threads : threads - 2);
       opf_case a, b;
-      ts_case_ready(&a, dw, OPF_F64, specs[k][0], 1, 21);
-      ts_case_ready(&b, cv, OPF_F64, specs[k][1], 1, 21);
+      ts_case_ready(&a, dw, dt, specs[k][0], 1, 21);
+      ts_case_ready(&b, cv, dt, specs[k][1], 1, 21);
       /* the same inputs and output gradient */
       for (int i = 0; i < 3; i++)
         if (a.in[i].data) memcpy(b.in[i].data, a.in[i].data, a.in[i].nbytes);
@@ -207,11 +229,11 @@ static void test_depthwise_vs_grouped(void **state) {
       assert_int_equal(dw->backward(&a), OPF_OK);
       assert_int_equal(cv->backward(&b), OPF_OK);
       char msg[256];
-      if (ts_compare(&a.out[0], &b.out[0], 1e-10, msg, sizeof msg))
+      if (ts_compare(&a.out[0], &b.out[0], tol, msg, sizeof msg))
         fail_msg("[%s] %d threads: y: %s", specs[k][0], threads, msg);
       for (int i = 0; i < 3; i++) {
         if (!a.gin[i].data) continue;
-        if (ts_compare(&a.gin[i], &b.gin[i], 1e-10, msg, sizeof msg))
+        if (ts_compare(&a.gin[i], &b.gin[i], tol, msg, sizeof msg))
           fail_msg("[%s] %d threads: grad %d: %s", specs[k][0], threads, i, msg);
       }
       opf_case_release(&a);
