@@ -211,7 +211,9 @@ static int check_context(const cJSON *a, const cJSON *b, const opf_cmp_opts *o,
   }
   if (!why[0]) return OPF_OK;
   if (o->force) {
-    snprintf(rep->warning, sizeof rep->warning, "%s (compared anyway: --force)", why);
+    /* why is cut, not the note, when both do not fit */
+    snprintf(rep->warning, sizeof rep->warning, "%.*s (compared anyway: --force)",
+             (int)(sizeof rep->warning - sizeof " (compared anyway: --force)"), why);
     return OPF_OK;
   }
   return opf_err_set(err, OPF_EINVAL, "cannot compare: %s; use --force to compare anyway", why);
