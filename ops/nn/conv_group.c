@@ -44,7 +44,7 @@ static size_t al64(size_t b) { return (b + 63) & ~(size_t)63; }
 static int gc_wide(int64_t ci, int64_t fo) { return fo % (GC_NV * GC_V) == 0 && ci % 4 == 0; }
 
 /* Does the direct kernel take ci input and fo output channels per group, cout in all? */
-static int gc_shape_ok(int64_t ci, int64_t fo, int64_t cout) {
+static inline int gc_shape_ok(int64_t ci, int64_t fo, int64_t cout) {
   if (cout % GC_V) return 0;
   if (gc_wide(ci, fo)) return 1;
   if (ci > GC_MAX_CG || (ci & (ci - 1))) return 0;
