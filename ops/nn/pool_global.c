@@ -96,6 +96,27 @@ enum { G_SHORT = 16 }; /* short channels-first planes reduced together (gshort) 
     memcpy(y, &m[0], sizeof m[0]);                                                            \
     memcpy(am, &a[0], sizeof a[0]);                                                           \
   }                                                                                           \
+  /* The whole vectors of x[0, n) summed in G_ACC vector accumulators, combined into one;     \
+   * *done = the elements they cover (the caller adds the rest). */                         \
+  static inline __attribute__((always_inline)) vf_##S gsum_vec_##S(const T *x, int64_t n,    \
+                                                                  int64_t *done) {            \
+    enum { V = LANES_##S };                                                                   \
+    vf_##S acc[G_ACC] = {{0}};                                                                \
+    int64_t i = 0;                                                                            \
+    for (; i + G_ACC * V <= n; i += G_ACC * V)                                                \
+      for (int k = 0; k < G_ACC; k++) {                                                       \
+        vf_##S v;                                                                             \
+        memcpy(&v, x + i + k * V, sizeof v);                                                  \
+        acc[k] += v;                                                                          \
+      }                                                                                       \
+    for (; i + V <= n; i += V) {                                                              \
+      vf_##S v;                                                                               \
+      memcpy(&v, x + i, sizeof v);                                                            \
+      acc[0] += v;                                                                            \
+    }                                                                                         \
+    *done = i;                                                                                \
+    return (acc[0] + acc[1]) + (acc[2] + acc[3]);                                             \
+  }                                                                                           \
   /* Sums of V planes of n >= V elements (8x2048x4x7x7 average), times scale: each plane in \
    * G_ACC vector accumulators with its last n % V elements added to lane 0, then the V     \
    * vectors reduced together as in gmaxv (the 16 scalar lane adds per plane of gsum_run    \
@@ -105,23 +126,11 @@ enum { G_SHORT = 16 }; /* short channels-first planes reduced together (gshort) 
     vf_##S m[V];                                                                              \
     for (int p = 0; p < V; p++) {                                                             \
       const T *xp = x + p * n;                                                                \
-      vf_##S acc[G_ACC] = {{0}};                                                              \
-      int64_t i = 0;                                                                          \
-      for (; i + G_ACC * V <= n; i += G_ACC * V)                                              \
-        for (int k = 0; k < G_ACC; k++) {                                                     \
-          vf_##S v;                                                                           \
-          memcpy(&v, xp + i + k * V, sizeof v);                                               \
-          acc[k] += v;                                                                        \
-        }                                                                                     \
-      for (; i + V <= n; i += V) {                                                            \
-        vf_##S v;                                                                             \
-        memcpy(&v, xp + i, sizeof v);                                                         \
-        acc[1] += v;                                                                          \
-      }                                                                                       \
+      int64_t i;                                                                              \
+      m[p] = gsum_vec_##S(xp, n, &i);                                                         \
       T tail = 0;                                                                             \
       for (; i < n; i++) tail += xp[i];                                                       \
-      acc[2][0] += tail;                                                                      \
-      m[p] = (acc[0] + acc[1]) + (acc[2] + acc[3]);                                           \
+      m[p][0] += tail;                                                                        \
     }                                                                                         \
     const vm_##S lm = LANE_IDX_##S;                                                           \
     for (int w = V / 2, cnt = V; w >= 1; w /= 2, cnt /= 2) {                                  \
@@ -137,20 +146,8 @@ enum { G_SHORT = 16 }; /* short channels-first planes reduced together (gshort) 
    * by rounding). */                                                                         \
   OPF_VEC static T gsum_run_##S(const T *x, int64_t n) {                                      \
     enum { V = LANES_##S };                                                                   \
-    vf_##S acc[G_ACC] = {{0}};                                                                \
-    int64_t i = 0;                                                                            \
-    for (; i + G_ACC * V <= n; i += G_ACC * V)                                                \
-      for (int k = 0; k < G_ACC; k++) {                                                       \
-        vf_##S v;                                                                             \
-        memcpy(&v, x + i + k * V, sizeof v);                                                  \
-        acc[k] += v;                                                                          \
-      }                                                                                       \
-    for (; i + V <= n; i += V) {                                                              \
-      vf_##S v;                                                                               \
-      memcpy(&v, x + i, sizeof v);                                                            \
-      acc[0] += v;                                                                            \
-    }                                                                                         \
-    vf_##S t = (acc[0] + acc[1]) + (acc[2] + acc[3]);                                         \
+    int64_t i;                                                                                \
+    vf_##S t = gsum_vec_##S(x, n, &i);                                                        \
     T s = 0;                                                                                  \
     for (int l = 0; l < V; l++) s += t[l];                                                    \
     for (; i < n; i++) s += x[i];                                                             \
