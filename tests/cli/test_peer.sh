@@ -76,6 +76,38 @@ run 1 -- run relu --input x=64 --pass fwd "${quick[@]}" --baseline torch --check
 grep -q 'MISMATCH' "$tmp/out" || fail "--check with a wrong peer output does not say MISMATCH"
 grep -q 'DISAGREE' "$tmp/out" || fail "--check with a wrong peer output lists no disagreeing case"
 
+# --- scripts/opperf-peer-report: a case counts above the line only when its re-runs agree ---
+# A fake peer that is very fast on its first call (every case above the line) and very slow on
+# every later call (no re-run confirms it), then one that is always fast (every re-run confirms).
+cat >"$tmp/flaky.py" <<'EOF'
+import json, os, sys
+req = json.load(open(sys.argv[1]))
+state = os.environ["FLAKY_STATE"]
+first = not os.path.exists(state)
+open(state, "a").write("x")
+med = 1e-9 if first or os.environ.get("FLAKY_ALWAYS") else 10.0
+json.dump({"library": "fake 1.0", "cases": [{"id": c["id"], "status": "ok", "peer_op": "fake", "median": med,
+           "samples": 3, "batch": 1} for c in req["cases"]]}, sys.stdout)
+EOF
+report() { # REPORT.md ENV=VALUE...: the peer report of relu (small shapes, forward), the flaky peer
+  local out=$1
+  shift
+  env "$@" OPPERF_PEER_SCRIPT="$tmp/flaky.py" bash "$SRC/scripts/opperf-peer-report" --opperf "$OPPERF" \
+    --threads 1 --shapes small --pass fwd --min-time 0.002 --max-time 0.01 --warmup 0.001 \
+    --floor-us 0 --reruns 2 "$out" -- relu >"$tmp/pr.log" 2>&1 || fail "opperf-peer-report failed: $(tail -3 "$tmp/pr.log")"
+}
+report "$tmp/pr1.md" FLAKY_STATE="$tmp/st1"
+n=$("$OPPERF" run relu --shapes small --pass fwd --dry-run 2>/dev/null | grep -c '^relu ')
+grep -q "\*\*$n\*\* above 1.1 in the first run, \*\*0\*\* of them also above it in the median of 2 re-run" "$tmp/pr1.md" ||
+  fail "the report does not discount first-run outliers that no re-run confirms: $(grep -m1 Target "$tmp/pr1.md")"
+! grep -q '| none |' "$tmp/pr1.md" || fail "a listed case has no re-run result"
+report "$tmp/pr2.md" FLAKY_STATE="$tmp/st2" FLAKY_ALWAYS=1
+grep -q "\*\*$n\*\* above 1.1 in the first run, \*\*$n\*\* of them also above it" "$tmp/pr2.md" ||
+  fail "the report does not count outliers that every re-run confirms: $(grep -m1 Target "$tmp/pr2.md")"
+bash "$SRC/scripts/opperf-peer-report" --opperf "$OPPERF" --reruns x "$tmp/pr3.md" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "reruns takes a count" "$tmp/err" || fail "--reruns x: not a usage error"
+[ ! -e "$tmp/pr3.md" ] || fail "--reruns x left an output file"
+
 # --- a crashing script: one line, our figures, exit 0 ---------------------------------------
 printf 'import sys\nsys.stderr.write("Traceback\\nValueError: boom\\n")\nsys.exit(3)\n' >"$tmp/crash.py"
 OPPERF_PEER_SCRIPT="$tmp/crash.py" run 0 -- run relu --input x=64 "${quick[@]}" --baseline torch
