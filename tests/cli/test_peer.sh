@@ -76,34 +76,53 @@ run 1 -- run relu --input x=64 --pass fwd "${quick[@]}" --baseline torch --check
 grep -q 'MISMATCH' "$tmp/out" || fail "--check with a wrong peer output does not say MISMATCH"
 grep -q 'DISAGREE' "$tmp/out" || fail "--check with a wrong peer output lists no disagreeing case"
 
-# --- scripts/opperf-peer-report: a case counts above the line only when its re-runs agree ---
-# A fake peer that is very fast on its first call (every case above the line) and very slow on
-# every later call (no re-run confirms it), then one that is always fast (every re-run confirms).
+# --- scripts/opperf-peer-report: the target's re-runs of the cases above the line -----------
+# End to end with a fake peer that is very fast on its first call (every case above the line)
+# and very slow later: a slower peer in the re-runs must not discount a case.
 cat >"$tmp/flaky.py" <<'EOF'
 import json, os, sys
 req = json.load(open(sys.argv[1]))
 state = os.environ["FLAKY_STATE"]
 first = not os.path.exists(state)
 open(state, "a").write("x")
-med = 1e-9 if first or os.environ.get("FLAKY_ALWAYS") else 10.0
+med = 1e-9 if first else 10.0
 json.dump({"library": "fake 1.0", "cases": [{"id": c["id"], "status": "ok", "peer_op": "fake", "median": med,
            "samples": 3, "batch": 1} for c in req["cases"]]}, sys.stdout)
 EOF
-report() { # REPORT.md ENV=VALUE...: the peer report of relu (small shapes, forward), the flaky peer
-  local out=$1
-  shift
-  env "$@" OPPERF_PEER_SCRIPT="$tmp/flaky.py" bash "$SRC/scripts/opperf-peer-report" --opperf "$OPPERF" \
-    --threads 1 --shapes small --pass fwd --min-time 0.002 --max-time 0.01 --warmup 0.001 \
-    --floor-us 0 --reruns 2 "$out" -- relu >"$tmp/pr.log" 2>&1 || fail "opperf-peer-report failed: $(tail -3 "$tmp/pr.log")"
-}
-report "$tmp/pr1.md" FLAKY_STATE="$tmp/st1"
+OPPERF_PEER_SCRIPT="$tmp/flaky.py" FLAKY_STATE="$tmp/st1" bash "$SRC/scripts/opperf-peer-report" --opperf "$OPPERF" \
+  --threads 1 --shapes small --pass fwd --min-time 0.002 --max-time 0.01 --warmup 0.001 \
+  --floor-us 0 --reruns 2 "$tmp/pr1.md" -- relu >"$tmp/pr.log" 2>&1 || fail "opperf-peer-report failed: $(tail -3 "$tmp/pr.log")"
 n=$("$OPPERF" run relu --shapes small --pass fwd --dry-run 2>/dev/null | grep -c '^relu ')
-grep -q "\*\*$n\*\* above 1.1 in the first run, \*\*0\*\* of them also above it in the median of 2 re-run" "$tmp/pr1.md" ||
-  fail "the report does not discount first-run outliers that no re-run confirms: $(grep -m1 Target "$tmp/pr1.md")"
-! grep -q '| none |' "$tmp/pr1.md" || fail "a listed case has no re-run result"
-report "$tmp/pr2.md" FLAKY_STATE="$tmp/st2" FLAKY_ALWAYS=1
-grep -q "\*\*$n\*\* above 1.1 in the first run, \*\*$n\*\* of them also above it" "$tmp/pr2.md" ||
-  fail "the report does not count outliers that every re-run confirms: $(grep -m1 Target "$tmp/pr2.md")"
+[ "$n" -gt 0 ] || fail "relu has no small cases"
+grep -q "\*\*$n\*\* above 1.1 in the first run, \*\*$n\*\* of them still above it after 2 re-run" "$tmp/pr1.md" ||
+  fail "a slower peer in the re-runs discounted a case: $(grep -m1 Target "$tmp/pr1.md")"
+! grep -q "| none |" "$tmp/pr1.md" || fail "a listed case has no re-run result"
+[ "$(grep -c '^| .* | relu | fwd |' "$tmp/pr1.md")" -eq "$n" ] || fail "the target table does not list every case"
+# The rule itself on made-up reports: A is faster in its re-runs (discounted), B's re-run ratios
+# are low only because the peer got slower (kept), C has no re-run (kept), D is below the line.
+cat >"$tmp/mk.py" <<'EOF'
+import json, sys
+def rec(op, ours, peer):
+    return {"op": op, "pass": "fwd", "dtype": "float32", "spec": "x=64", "status": "ok",
+            "tensors": [{"name": "x", "role": "in", "shape": "64"}], "time": {"median": ours},
+            "peer": {"status": "ok", "median": peer, "ratio": ours / peer}}
+first = [rec("A", 1.5e-3, 1e-3), rec("B", 1.5e-3, 1e-3), rec("C", 1.5e-3, 1e-3), rec("D", 0.5e-3, 1e-3)]
+r1 = [rec("A", 1.0e-3, 1e-3), rec("B", 1.4e-3, 2e-3)]
+r2 = [rec("A", 1.05e-3, 1e-3), rec("B", 1.4e-3, 2e-3)]
+for name, rs in (("first", first), ("r1", r1), ("r2", r2)):
+    json.dump({"context": {"peer": "fake 1.0"}, "results": rs}, open(f"{sys.argv[1]}/{name}.json", "w"))
+EOF
+python3 "$tmp/mk.py" "$tmp"
+python3 "$SRC/scripts/opperf_peer_target.py" report "$tmp/first.json" 100 1.1 2 "$tmp/r1.json" "$tmp/r2.json" >"$tmp/tc.md" ||
+  fail "opperf_peer_target.py report failed"
+grep -q '\*\*3\*\* above 1.1 in the first run, \*\*2\*\* of them still above' "$tmp/tc.md" ||
+  fail "the re-run rule: $(head -1 "$tmp/tc.md")"
+grep -q '| 1.02 | .* | A |' "$tmp/tc.md" && grep -q '| \*\*1.40\*\* | .* | B |' "$tmp/tc.md" && grep -q '| none | .* | C |' "$tmp/tc.md" ||
+  fail "the re-run table: $(cat "$tmp/tc.md")"
+! grep -q '| D |' "$tmp/tc.md" || fail "a case below the line is listed"
+python3 "$SRC/scripts/opperf_peer_target.py" configs "$tmp/first.json" 100 1.1 "$tmp/cfg" >"$tmp/passes" || fail "configs failed"
+[ "$(cat "$tmp/passes")" = fwd ] && python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); assert [x["op"] for x in c]==["A","B","C"] and c[0]["inputs"]=={"x":"64"} and c[0]["params"]=={}, c' "$tmp/cfg-fwd.json" ||
+  fail "configs: wrong --config file for the listed cases"
 bash "$SRC/scripts/opperf-peer-report" --opperf "$OPPERF" --reruns x "$tmp/pr3.md" >/dev/null 2>"$tmp/err"
 [ $? -eq 2 ] && grep -q "reruns takes a count" "$tmp/err" || fail "--reruns x: not a usage error"
 [ ! -e "$tmp/pr3.md" ] || fail "--reruns x left an output file"
