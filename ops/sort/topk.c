@@ -49,43 +49,47 @@ static void topk_heap(const uint64_t *restrict kb, const int64_t *restrict pos, 
   }
 }
 
-/* The k best of kb[0..n): a lower bound tau of the k-th best key is the k-th largest of the
- * chunk maxima (k chunks each hold an element >= tau), so one vector pass for the maxima and
- * one branch-free compaction of the keys >= tau leave a few candidates for the heap. Scratch:
- * ck, cp (n each), cm (n / TOPK_CHUNK). */
-OPF_VEC static void topk_select(const uint64_t *restrict kb, int64_t n, int64_t k,
-                                uint64_t *restrict ck, int64_t *restrict cp,
-                                uint64_t *restrict cm, uint64_t *restrict hk,
-                                int64_t *restrict hi) {
-  const int64_t nch = n / TOPK_CHUNK;
-  uint64_t tau = 0;
-  if (k == 1) { /* the largest key and its first position: a vector max, then a search */
-    uint64_t m = 0;
-    for (int64_t i = 0; i < n; i++) m = kb[i] > m ? kb[i] : m;
-    int64_t i = 0;
-    while (kb[i] != m) i++;
-    hi[0] = i; /* (hk is not written: with n == 1 it may lie past the slot's 4n words) */
-    return;
+/* The k best of kb[0..n) (keys of type T: 32-bit keys of the 4-byte dtypes stay 32-bit, twice
+ * the keys a vector and no widening pass): a lower bound tau of the k-th best key is the k-th
+ * largest of the chunk maxima (k chunks each hold an element >= tau), so one vector pass for
+ * the maxima and one branch-free compaction of the keys >= tau (widened to 64 bits there) leave
+ * a few candidates for the heap. Scratch: ck, cp (n each), cm (n / TOPK_CHUNK). */
+#define TOPK_SELECT_DEF(T, name)                                                              \
+  OPF_VEC static void name(const T *restrict kb, int64_t n, int64_t k, uint64_t *restrict ck,  \
+                           int64_t *restrict cp, uint64_t *restrict cm, uint64_t *restrict hk, \
+                           int64_t *restrict hi) {                                            \
+    const int64_t nch = n / TOPK_CHUNK;                                                       \
+    T tau = 0;                                                                                \
+    if (k == 1) { /* the largest key and its first position: a vector max, then a search */   \
+      T m = 0;                                                                                \
+      for (int64_t i = 0; i < n; i++) m = kb[i] > m ? kb[i] : m;                              \
+      int64_t i = 0;                                                                          \
+      while (kb[i] != m) i++;                                                                 \
+      hi[0] = i; /* (hk is not written: with n == 1 it may lie past the slot's 4n words) */   \
+      return;                                                                                 \
+    }                                                                                         \
+    if (nch >= k) {                                                                           \
+      for (int64_t c = 0; c < nch; c++) {                                                     \
+        T m = 0;                                                                              \
+        for (int j = 0; j < TOPK_CHUNK; j++) {                                                \
+          const T v = kb[c * TOPK_CHUNK + j];                                                 \
+          m = v > m ? v : m;                                                                  \
+        }                                                                                     \
+        cm[c] = m;                                                                            \
+      }                                                                                       \
+      topk_heap(cm, NULL, nch, k, hk, hi);                                                    \
+      tau = (T)hk[k - 1]; /* sorted best first: the k-th largest maximum */                   \
+    }                                                                                         \
+    int64_t c = 0;                                                                            \
+    for (int64_t i = 0; i < n; i++) {                                                         \
+      ck[c] = kb[i], cp[c] = i;                                                               \
+      c += kb[i] >= tau;                                                                      \
+    }                                                                                         \
+    topk_heap(ck, cp, c, k, hk, hi);                                                          \
   }
-  if (nch >= k) {
-    for (int64_t c = 0; c < nch; c++) {
-      uint64_t m = 0;
-      for (int j = 0; j < TOPK_CHUNK; j++) {
-        const uint64_t v = kb[c * TOPK_CHUNK + j];
-        m = v > m ? v : m;
-      }
-      cm[c] = m;
-    }
-    topk_heap(cm, NULL, nch, k, hk, hi);
-    tau = hk[k - 1]; /* sorted best first: the k-th largest maximum */
-  }
-  int64_t c = 0;
-  for (int64_t i = 0; i < n; i++) {
-    ck[c] = kb[i], cp[c] = i;
-    c += kb[i] >= tau;
-  }
-  topk_heap(ck, cp, c, k, hk, hi);
-}
+TOPK_SELECT_DEF(uint32_t, topk_select32)
+TOPK_SELECT_DEF(uint64_t, topk_select64)
+#undef TOPK_SELECT_DEF
 
 static void topk_line(void *ctx, const opf_case *c, const opf_rgeom *g, int64_t l, void *slot) {
   const topk_ctx *t = ctx;
@@ -100,15 +104,15 @@ static void topk_line(void *ctx, const opf_case *c, const opf_rgeom *g, int64_t 
     for (int64_t j = 0; j < k; j++) idx[j] = srt_pair_ix(&p, j);
   } else {
     uint64_t *kb = slot, *hk = (uint64_t *)idx + k;
-    /* keys (largest: the key; smallest: its complement) widened to uint64 for every dtype */
+    /* keys (largest: the key; smallest: its complement), 32 or 64 bits as the dtype's */
     if (srt_wide(c->dtype)) {
       srt_keys(c->in[0].data, c->dtype, srt_at(g, l, 0), g->inner, n, !t->largest, 0, NULL, kb);
+      topk_select64(kb, n, k, kb + n, (int64_t *)(kb + 2 * n), hk + k, hk, idx);
     } else {
-      uint32_t *k32 = (uint32_t *)(kb + n);
+      uint32_t *k32 = (uint32_t *)kb;
       srt_keys(c->in[0].data, c->dtype, srt_at(g, l, 0), g->inner, n, !t->largest, 0, k32, NULL);
-      for (int64_t i = 0; i < n; i++) kb[i] = k32[i];
+      topk_select32(k32, n, k, kb + n, (int64_t *)(kb + 2 * n), hk + k, hk, idx);
     }
-    topk_select(kb, n, k, kb + n, (int64_t *)(kb + 2 * n), hk + k, hk, idx);
   }
   const int64_t ob = srt_at(&go, l, 0), ib = srt_at(g, l, 0), st = g->inner;
   for (int64_t j = 0; j < k; j++) {
