@@ -8,38 +8,91 @@
  * workspace slot. */
 #include "sort/sort_common.h"
 
+/* alg: SORT_NATIVE (the default), SORT_RADIX (values-only lines of 4-byte dtypes by the
+ * radix sorts at every length, as they ran before the vector sorts), SORT_PAIRS (sort of a
+ * float dtype keeps the permutation even when no backward follows, as before). save: the
+ * forward keeps the permutation for the backward (a float dtype with an input gradient). */
+enum { SORT_NATIVE, SORT_RADIX, SORT_PAIRS };
 typedef struct sort_ctx {
-  int desc, arg;
+  int desc, arg, save, alg;
 } sort_ctx;
 
+/* 1 when the es-byte float at p is +0.0 (all bits clear). */
+static inline int srt_zero_bits(const void *p, size_t es) {
+  uint64_t u = 0;
+  memcpy(&u, p, es);
+  return u == 0;
+}
+
+/* Values only of a float dtype: a zero's key is +0.0's (srt_keys), so the run of zeros in the
+ * sorted line y (all +0.0) takes the zeros of x, signs and all, in index order (what a stable
+ * sort gives; their order is free otherwise). */
+static void sort_zero_signs(const opf_case *c, const opf_rgeom *g, int64_t l) {
+  const size_t es = opf_dtype_size(c->dtype);
+  const int64_t n = g->n, base = srt_at(g, l, 0), st = g->inner;
+  const char *x = c->in[0].data;
+  char *y = c->out[0].data;
+  const uint64_t sign = es == 4 ? 0x80000000u : 0x8000000000000000ull;
+  int64_t i = 0;
+  for (int64_t k = 0; k < n; k++) {
+    char *yk = y + (size_t)(base + k * st) * es;
+    if (!srt_zero_bits(yk, es)) continue;
+    uint64_t u = 0;
+    for (;; i++) { /* the next zero of x (as many as y has) */
+      memcpy(&u, x + (size_t)(base + i * st) * es, es);
+      if ((u & ~sign) == 0) break;
+    }
+    memcpy(yk, &u, es);
+    i++;
+  }
+}
+
 /* Values only: keys without indices (half the bytes moved), stored back through the inverse
- * key transform. */
+ * key transform. 4-byte dtypes: the key-only vector quicksort at every length (lines longer
+ * than SRT_VMT_MIN threaded), the radix sorts without AVX-512 or with SORT_RADIX (long lines
+ * then as key << 32 words by the threaded MSD + LSD sort). */
 static void sort_values_line(const sort_ctx *s, const opf_case *c, const opf_rgeom *g,
                              int64_t l, void *slot) {
   const opf_dtype dt = c->dtype;
   void *y = c->out[0].data;
   const int64_t n = g->n, base = srt_at(g, l, 0), st = g->inner;
-  if (!srt_wide(dt) && n > SRT_BIG && !srt_long_vec()) { /* long line: key << 32 words, threaded MSD + LSD */
-    uint64_t *a = slot, *t = a + n;
-    srt_keys(c->in[0].data, dt, base, st, n, s->desc, 1, NULL, a);
-    srt_radix64_big(a, t, n, 32);
-    const uint32_t f = s->desc ? 0xffffffffu : 0;
-    for (int64_t k = 0; k < n; k++) srt_unkey32((uint32_t)(a[k] >> 32) ^ f, y, base + k * st, dt);
-    return;
-  }
+  const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  int zeros = 0;
   if (!srt_wide(dt)) {
     uint32_t *a = slot, *t = a + n;
     srt_keys(c->in[0].data, dt, base, st, n, s->desc, 0, a, NULL);
-    a = srt_sort32(a, t, n);
-    const uint32_t f = s->desc ? 0xffffffffu : 0;
-    for (int64_t k = 0; k < n; k++) srt_unkey32(a[k] ^ f, y, base + k * st, dt);
-    return;
+    const int vec = s->alg != SORT_RADIX && srt_vsort32_mt(a, t, n, nt);
+    if (!vec && n > SRT_BIG && nt > 1) { /* key << 32 words, threaded MSD + LSD */
+      uint64_t *w = slot, *wt = w + n; /* (the slot holds 4 words of 8 bytes an element) */
+      srt_keys(c->in[0].data, dt, base, st, n, s->desc, 1, NULL, w);
+      srt_radix64_big(w, wt, n, 32);
+      const uint32_t f = s->desc ? 0xffffffffu : 0;
+      for (int64_t k = 0; k < n; k++) {
+        const uint32_t key = (uint32_t)(w[k] >> 32) ^ f;
+        zeros |= key == 0x80000000u;
+        srt_unkey32(key, y, base + k * st, dt);
+      }
+    } else {
+      if (!vec && n <= SRT_SMALL) srt_ins32(a, n);
+      else if (!vec) a = srt_radix32(a, t, n);
+      const uint32_t f = s->desc ? 0xffffffffu : 0;
+      for (int64_t k = 0; k < n; k++) {
+        const uint32_t key = a[k] ^ f;
+        zeros |= key == 0x80000000u;
+        srt_unkey32(key, y, base + k * st, dt);
+      }
+    }
+  } else {
+    uint64_t *a = slot, *t = a + n;
+    srt_keys(c->in[0].data, dt, base, st, n, s->desc, 0, NULL, a);
+    a = srt_sort64(a, t, n, 0);
+    const uint64_t f = s->desc ? ~(uint64_t)0 : 0;
+    for (int64_t k = 0; k < n; k++) {
+      zeros |= (a[k] ^ f) == 0x8000000000000000ull;
+      srt_unkey64(a[k] ^ f, y, base + k * st, dt);
+    }
   }
-  uint64_t *a = slot, *t = a + n;
-  srt_keys(c->in[0].data, dt, base, st, n, s->desc, 0, NULL, a);
-  a = srt_sort64(a, t, n, 0);
-  const uint64_t f = s->desc ? ~(uint64_t)0 : 0;
-  for (int64_t k = 0; k < n; k++) srt_unkey64(a[k] ^ f, y, base + k * st, dt);
+  if (zeros && opf_dtype_is_float(dt)) sort_zero_signs(c, g, l);
 }
 
 /* argsort: the line's int64 positions in sorted order. */
@@ -48,13 +101,6 @@ static void sort_arg_line(const sort_ctx *s, const opf_case *c, const opf_rgeom 
   const srt_pairs p = srt_line_pairs(c, g, s->desc, l, slot);
   const int64_t base = srt_at(g, l, 0), st = g->inner;
   for (int64_t k = 0; k < g->n; k++) ((int64_t *)c->out[0].data)[base + k * st] = srt_pair_ix(&p, k);
-}
-
-/* 1 when the es-byte float at p is +0.0 (all bits clear). */
-static inline int srt_zero_bits(const void *p, size_t es) {
-  uint64_t u = 0;
-  memcpy(&u, p, es);
-  return u == 0;
 }
 
 /* sort of a float dtype: the values and the permutation (perm[k]: the line position of y[k],
@@ -146,7 +192,7 @@ static void sort_bwd(opf_case *c, const srt_geom *sg, const uint32_t *perm) {
 static void sort_line(void *ctx, const opf_case *c, const opf_rgeom *g, int64_t l, void *slot) {
   const sort_ctx *s = ctx;
   if (s->arg) sort_arg_line(s, c, g, l, slot);
-  else if (opf_dtype_is_float(c->dtype)) sort_saved_line(s, c, g, l, slot);
+  else if (opf_dtype_is_float(c->dtype) && s->save) sort_saved_line(s, c, g, l, slot);
   else sort_values_line(s, c, g, l, slot);
 }
 
@@ -169,8 +215,10 @@ static srt_geom sort_geom(const opf_case *c) {
 /* The permutation's place: after the thread slots of the workspace (sort of a float dtype). */
 static size_t sort_perm_at(const srt_geom *s) { return (s->slot * (size_t)s->slots + 63) / 64 * 64; }
 
-static int sort_run(opf_case *c, int arg, int bwd) {
-  const sort_ctx s = {c->p[1] != 0, arg};
+static int sort_run(opf_case *c, int arg, int bwd, int alg) {
+  /* the permutation is kept when a backward will scatter through it (an input gradient) */
+  const int fl = !arg && opf_dtype_is_float(c->dtype);
+  const sort_ctx s = {c->p[1] != 0, arg, fl && (alg == SORT_PAIRS || c->gin[0].data), alg};
   const srt_geom sg = sort_geom(c);
   if (sg.g.n == 0) return OPF_OK;
   const int64_t n = sg.g.n;
@@ -181,7 +229,7 @@ static int sort_run(opf_case *c, int arg, int bwd) {
   }
   /* the walk's case: out[1] views the saved permutation (int32-sized words) */
   opf_case w = *c;
-  if (!arg && opf_dtype_is_float(c->dtype)) {
+  if (s.save) {
     w.out[1] = c->out[0];
     w.out[1].dtype = OPF_I32;
     w.out[1].nbytes = (size_t)opf_numel(&c->out[0]) * 4;
@@ -189,16 +237,16 @@ static int sort_run(opf_case *c, int arg, int bwd) {
     w.out[1].owned = 0;
   }
   const srt_lt lt[3] = {{&w.in[0], n, 0}, {&w.out[0], n, 1}, {&w.out[1], n, 1}};
-  srt_for_lines(&sg, &w, sort_line, (void *)&s, lt, !arg && opf_dtype_is_float(c->dtype) ? 3 : 2);
+  srt_for_lines(&sg, &w, sort_line, (void *)&s, lt, s.save ? 3 : 2);
   return OPF_OK;
 }
 
-static int sort_forward(opf_case *c) { return sort_run(c, 0, 0); }
-static int argsort_forward(opf_case *c) { return sort_run(c, 1, 0); }
+static int sort_forward(opf_case *c) { return sort_run(c, 0, 0, SORT_NATIVE); }
+static int argsort_forward(opf_case *c) { return sort_run(c, 1, 0, SORT_NATIVE); }
 /* The backward scatters dy through the permutation the forward kept. */
 static int sort_backward(opf_case *c) {
   if (!c->gin[0].data) return OPF_OK;
-  return sort_run(c, 0, 1);
+  return sort_run(c, 0, 1, SORT_NATIVE);
 }
 
 static int sort_infer_kind(opf_case *c, int arg) {
@@ -308,3 +356,18 @@ OPPERF_OP(argsort) = {
     .flops = sort_flops,
     .bytes = sort_bytes,
 };
+
+/* The alternatives (--impl): "radix" sorts values-only lines of 4-byte dtypes with the radix
+ * sorts at every length (the threaded MSD + LSD sort beyond SRT_BIG), "pairs" keeps a float
+ * sort's permutation in the forward even when no backward follows (the forward before the
+ * key-only path). */
+static int sort_radix_forward(opf_case *c) { return sort_run(c, 0, 0, SORT_RADIX); }
+static int sort_pairs_forward(opf_case *c) { return sort_run(c, 0, 0, SORT_PAIRS); }
+OPPERF_IMPL(sort_radix) = {.abi = OPF_OP_ABI, .name = "radix", .implements = "sort",
+                           .summary = "values-only lines of 4-byte dtypes by LSD radix sorts "
+                                      "(threaded MSD + LSD beyond 65536)",
+                           .forward = sort_radix_forward, .backward = sort_backward};
+OPPERF_IMPL(sort_pairs) = {.abi = OPF_OP_ABI, .name = "pairs", .implements = "sort",
+                           .summary = "the forward keeps the permutation (key-index sorts) even "
+                                      "without a backward",
+                           .forward = sort_pairs_forward, .backward = sort_backward};

@@ -567,6 +567,97 @@ int srt_vsort32(uint32_t *a, uint32_t *tmp, int64_t n) {
   return 1;
 }
 
+/* ---- one long line of 32-bit keys on nt threads (srt_vsort32_mt): the first partition is
+ * itself split, each thread partitioning a chunk of its own around one pivot (the median of
+ * a sample of the whole line) and the chunks' sides then joined by swapping each chunk's
+ * low side with the front of the high sides gathered so far (at most n/2 keys move, the
+ * order inside a side being free). The ranges are then partitioned a level at a time, one
+ * range a thread, until there are VS_MT_RANGES a thread, which the threads sort with
+ * w32_qsort, largest first. ---- */
+#define VS_MT_RANGES 4
+#define VS_MT_MAXR 128
+
+/* Swap a[0..k) with a[j..j+k) (disjoint). */
+VS_T static void vs_swap32(uint32_t *a, int64_t j, int64_t k) {
+  int64_t i = 0;
+  for (; i + 16 <= k; i += 16) {
+    const __m512i x = _mm512_loadu_si512(a + i), y = _mm512_loadu_si512(a + j + i);
+    _mm512_storeu_si512(a + i, y), _mm512_storeu_si512(a + j + i, x);
+  }
+  for (; i < k; i++) {
+    const uint32_t t = a[i];
+    a[i] = a[j + i], a[j + i] = t;
+  }
+}
+
+/* Partition a[0..n) around the sample median on nt threads; returns the low side's size (0
+ * when the pivot is the minimum: the caller sorts the range whole). */
+VS_T static int64_t vs_part32_mt(uint32_t *a, int64_t n, int nt) {
+  const uint32_t piv = w32_pivot(a, n);
+  int64_t m[64];
+  if (nt > 64) nt = 64;
+#pragma omp parallel for num_threads(nt) schedule(static, 1)
+  for (int t = 0; t < nt; t++) {
+    const int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
+    uint32_t mn, mx;
+    m[t] = w32_part(a + lo, hi - lo, piv, &mn, &mx);
+  }
+  /* a[0..l) low, a[l..e) high; chunk t (from e) joins: its low side swaps with the front of
+   * the high keys (the shorter of the two moves) */
+  int64_t l = m[0], e = n / nt;
+  for (int t = 1; t < nt; t++) {
+    const int64_t hi = n * (t + 1) / nt, h = e - l, lt = m[t];
+    if (lt <= h) vs_swap32(a + l, e - l, lt);          /* the low keys to the front */
+    else vs_swap32(a + l, e + lt - h - l, h);          /* the high keys behind the low ones */
+    l += lt, e = hi;
+  }
+  return l;
+}
+
+VS_T static int vs_cmp_len(const void *x, const void *y) {
+  const int64_t a = ((const int64_t *)x)[1], b = ((const int64_t *)y)[1];
+  return (a < b) - (a > b); /* longest first */
+}
+
+VS_T static void vs_sort32_mt(uint32_t *a, uint32_t *tmp, int64_t n, int nt) {
+  int64_t r[VS_MT_MAXR][2], nr = 0; /* ranges: offset, length */
+  const int64_t m0 = vs_part32_mt(a, n, nt);
+  if (m0 > 0 && m0 < n) r[0][0] = 0, r[0][1] = m0, r[1][0] = m0, r[1][1] = n - m0, nr = 2;
+  else r[0][0] = 0, r[0][1] = n, nr = 1;
+  const int64_t want = (int64_t)nt * VS_MT_RANGES < VS_MT_MAXR / 2 ? (int64_t)nt * VS_MT_RANGES : VS_MT_MAXR / 2;
+  int split = nr > 1;
+  while (split && nr < want) { /* a level of partitions, one range a thread */
+    int64_t m[VS_MT_MAXR];
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+    for (int64_t i = 0; i < nr; i++) {
+      uint32_t *s = a + r[i][0];
+      const int64_t len = r[i][1];
+      m[i] = 0;
+      if (len > 64 * 16) {
+        uint32_t mn, mx;
+        const int64_t k = w32_part(s, len, w32_pivot(s, len), &mn, &mx);
+        m[i] = mn == mx ? 0 : k;
+      }
+    }
+    split = 0;
+    for (int64_t i = nr - 1; i >= 0; i--) /* (back to front: the new ranges go at the end) */
+      if (m[i] > 0 && m[i] < r[i][1]) {
+        r[nr][0] = r[i][0] + m[i], r[nr][1] = r[i][1] - m[i], r[i][1] = m[i], nr++, split = 1;
+      }
+  }
+  qsort(r, (size_t)nr, sizeof r[0], vs_cmp_len);
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+  for (int64_t i = 0; i < nr; i++)
+    w32_qsort(a + r[i][0], tmp + r[i][0], r[i][1], vs_depth(r[i][1]));
+}
+
+int srt_vsort32_mt(uint32_t *a, uint32_t *tmp, int64_t n, int nt) {
+  if (!srt_vsort_ok()) return 0;
+  if (nt < 2 || n < SRT_VMT_MIN) w32_qsort(a, tmp, n, vs_depth(n));
+  else vs_sort32_mt(a, tmp, n, nt);
+  return 1;
+}
+
 
 /* Equal keys' pairs in ascending index order: the quicksort leaves their order arbitrary.
  * Runs of equal keys are found a vector at a time (a key equal to its successor). */
@@ -662,6 +753,10 @@ int srt_vsort64(uint64_t *a, uint64_t *tmp, int64_t n) {
 }
 int srt_vsort32(uint32_t *a, uint32_t *tmp, int64_t n) {
   (void)a, (void)tmp, (void)n;
+  return 0;
+}
+int srt_vsort32_mt(uint32_t *a, uint32_t *tmp, int64_t n, int nt) {
+  (void)a, (void)tmp, (void)n, (void)nt;
   return 0;
 }
 int srt_vsort_kv(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n) {

@@ -18,6 +18,11 @@ int srt_vsort_ok(void);
  * Return 1 when sorted, 0 when the CPU lacks the ISA (a is then untouched). */
 int srt_vsort64(uint64_t *a, uint64_t *tmp, int64_t n);
 int srt_vsort32(uint32_t *a, uint32_t *tmp, int64_t n);
+/* srt_vsort32 on nt threads (call outside parallel regions): lines of SRT_VMT_MIN keys and
+ * more are split across them (the first partition threaded by chunks, then ranges a thread);
+ * shorter ones, or nt < 2, sort on the calling thread. */
+#define SRT_VMT_MIN 131072
+int srt_vsort32_mt(uint32_t *a, uint32_t *tmp, int64_t n, int nt);
 
 /* Sort pairs (k[i], v[i]) by key, equal keys by v ascending (with v[i] = i: a stable sort),
  * in place; tk, tv (n words each) are scratch. Return 1 when sorted, 0 when the CPU lacks
