@@ -60,13 +60,15 @@ static void sort_values_line(const sort_ctx *s, const opf_case *c, const opf_rge
   int zeros = 0;
   if (!srt_wide(dt)) {
     uint32_t *a = slot, *t = a + n;
-    srt_keys(c->in[0].data, dt, base, st, n, s->desc, 0, a, NULL);
+    const uint32_t f = s->desc ? 0xffffffffu : 0;
+    const int fl = dt == OPF_F32;
+    if (st != 1 || !srt_vkeys32((const uint32_t *)c->in[0].data + base, a, n, f, fl))
+      srt_keys(c->in[0].data, dt, base, st, n, s->desc, 0, a, NULL);
     const int vec = s->alg != SORT_RADIX && srt_vsort32_mt(a, t, n, nt);
     if (!vec && n > SRT_BIG && nt > 1) { /* key << 32 words, threaded MSD + LSD */
       uint64_t *w = slot, *wt = w + n; /* (the slot holds 4 words of 8 bytes an element) */
       srt_keys(c->in[0].data, dt, base, st, n, s->desc, 1, NULL, w);
       srt_radix64_big(w, wt, n, 32);
-      const uint32_t f = s->desc ? 0xffffffffu : 0;
       for (int64_t k = 0; k < n; k++) {
         const uint32_t key = (uint32_t)(w[k] >> 32) ^ f;
         zeros |= key == 0x80000000u;
@@ -75,12 +77,12 @@ static void sort_values_line(const sort_ctx *s, const opf_case *c, const opf_rge
     } else {
       if (!vec && n <= SRT_SMALL) srt_ins32(a, n);
       else if (!vec) a = srt_radix32(a, t, n);
-      const uint32_t f = s->desc ? 0xffffffffu : 0;
-      for (int64_t k = 0; k < n; k++) {
-        const uint32_t key = a[k] ^ f;
-        zeros |= key == 0x80000000u;
-        srt_unkey32(key, y, base + k * st, dt);
-      }
+      if (st != 1 || !srt_vunkeys32(a, (uint32_t *)y + base, n, f, fl, &zeros))
+        for (int64_t k = 0; k < n; k++) {
+          const uint32_t key = a[k] ^ f;
+          zeros |= key == 0x80000000u;
+          srt_unkey32(key, y, base + k * st, dt);
+        }
     }
   } else {
     uint64_t *a = slot, *t = a + n;

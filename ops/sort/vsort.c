@@ -567,6 +567,47 @@ int srt_vsort32(uint32_t *a, uint32_t *tmp, int64_t n) {
   return 1;
 }
 
+/* ---- the key transforms of contiguous 4-byte lines (sort_common.h's srt_keys and
+ * srt_unkey32, 16 lanes at a time; a masked tail) ---- */
+VS_I __m512i vs_key32(__m512i w, uint32_t f, int fl) {
+  const __m512i S = _mm512_set1_epi32((int)0x80000000u);
+  if (!fl) return _mm512_xor_si512(w, _mm512_set1_epi32((int)(f ^ 0x80000000u)));
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(w, _mm512_set1_epi32(0x7fffffff)),
+                                                _mm512_set1_epi32(0x7f800000));
+  w = _mm512_mask_mov_epi32(w, nan, _mm512_set1_epi32(0x7fffffff)); /* any NaN */
+  const __m512i m = _mm512_srai_epi32(w, 31);
+  const __m512i k = _mm512_sub_epi32(_mm512_xor_si512(w, _mm512_or_si512(m, S)), m);
+  return _mm512_xor_si512(k, _mm512_set1_epi32((int)f));
+}
+VS_T int srt_vkeys32(const uint32_t *x, uint32_t *k, int64_t n, uint32_t f, int fl) {
+  if (!srt_vsort_ok()) return 0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_si512(k + i, vs_key32(_mm512_loadu_si512(x + i), f, fl));
+  const __mmask16 t = (__mmask16)w32_lanes(n - i);
+  _mm512_mask_storeu_epi32(k + i, t, vs_key32(_mm512_maskz_loadu_epi32(t, x + i), f, fl));
+  return 1;
+}
+VS_I __m512i vs_unkey32(__m512i k, int fl, __mmask16 *z) {
+  const __m512i S = _mm512_set1_epi32((int)0x80000000u);
+  if (!fl) return _mm512_xor_si512(k, S);
+  *z |= _mm512_cmpeq_epu32_mask(k, S);
+  const __m512i m = _mm512_srai_epi32(_mm512_xor_si512(k, _mm512_set1_epi32(-1)), 31);
+  return _mm512_sub_epi32(_mm512_xor_si512(k, _mm512_or_si512(m, S)), m);
+}
+VS_T int srt_vunkeys32(const uint32_t *k, uint32_t *y, int64_t n, uint32_t f, int fl, int *zeros) {
+  if (!srt_vsort_ok()) return 0;
+  const __m512i F = _mm512_set1_epi32((int)f);
+  __mmask16 z = 0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_si512(y + i, vs_unkey32(_mm512_xor_si512(_mm512_loadu_si512(k + i), F), fl, &z));
+  const __mmask16 t = (__mmask16)w32_lanes(n - i);
+  __mmask16 zt = 0;
+  _mm512_mask_storeu_epi32(y + i, t, vs_unkey32(_mm512_xor_si512(_mm512_maskz_loadu_epi32(t, k + i), F), fl, &zt));
+  *zeros = (z | (zt & t)) != 0;
+  return 1;
+}
+
 /* ---- one long line of 32-bit keys on nt threads (srt_vsort32_mt): the first partition is
  * itself split, each thread partitioning a chunk of its own around one pivot (the median of
  * a sample of the whole line) and the chunks' sides then joined by swapping each chunk's
@@ -757,6 +798,14 @@ int srt_vsort32(uint32_t *a, uint32_t *tmp, int64_t n) {
 }
 int srt_vsort32_mt(uint32_t *a, uint32_t *tmp, int64_t n, int nt) {
   (void)a, (void)tmp, (void)n, (void)nt;
+  return 0;
+}
+int srt_vkeys32(const uint32_t *x, uint32_t *k, int64_t n, uint32_t f, int fl) {
+  (void)x, (void)k, (void)n, (void)f, (void)fl;
+  return 0;
+}
+int srt_vunkeys32(const uint32_t *k, uint32_t *y, int64_t n, uint32_t f, int fl, int *zeros) {
+  (void)k, (void)y, (void)n, (void)f, (void)fl, (void)zeros;
   return 0;
 }
 int srt_vsort_kv(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n) {

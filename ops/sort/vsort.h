@@ -24,6 +24,12 @@ int srt_vsort32(uint32_t *a, uint32_t *tmp, int64_t n);
 #define SRT_VMT_MIN 131072
 int srt_vsort32_mt(uint32_t *a, uint32_t *tmp, int64_t n, int nt);
 
+/* The key transforms of sort_common.h (srt_keys, srt_unkey32 with the key xor f) on n
+ * contiguous 4-byte words: fl 1 for float32, 0 for int32; *zeros 1 when a key is a zero's.
+ * Return 0 without AVX-512F (nothing done). */
+int srt_vkeys32(const uint32_t *x, uint32_t *k, int64_t n, uint32_t f, int fl);
+int srt_vunkeys32(const uint32_t *k, uint32_t *y, int64_t n, uint32_t f, int fl, int *zeros);
+
 /* Sort pairs (k[i], v[i]) by key, equal keys by v ascending (with v[i] = i: a stable sort),
  * in place; tk, tv (n words each) are scratch. Return 1 when sorted, 0 when the CPU lacks
  * AVX-512F/VL (k and v are then untouched). */
