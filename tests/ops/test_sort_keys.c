@@ -177,7 +177,8 @@ static void test_sort_values(void **state) {
  * wide enough to go to threads by columns, and the element split, on 1 and 2 threads. */
 static void test_sort_backward(void **state) {
   (void)state;
-  static const char *const specs[] = {"x=7x1100 axis=0", "x=3x40x300 axis=1", "x=50x30 axis=0",
+  static const char *const specs[] = {"x=7x5100 axis=0", "x=3x40x300 axis=1",
+                                      "x=2x10x2000 axis=1", "x=50x30 axis=0",
                                       "x=10x1000 axis=1 descending=true"};
   const int was = omp_get_max_threads();
   for (int threads = 1; threads <= 2; threads++) {
