@@ -608,6 +608,62 @@ VS_T int srt_vunkeys32(const uint32_t *k, uint32_t *y, int64_t n, uint32_t f, in
   return 1;
 }
 
+/* ---- 16 columns of a row-major block as 16 contiguous lines of keys and back (the
+ * values-only sort of lines along an outer axis): 16 rows of 16 words transposed in
+ * registers (32-bit, then 64-bit unpacks within 128-bit lanes, then a 4x4 transpose of the
+ * lanes), the key transform on the way in, its inverse on the way out. ---- */
+VS_I void vs_tr16(__m512i *r) {
+  __m512i a[16], b[16];
+  _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
+    a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]), a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) { /* b[4i + c]: lane l holds column 4l + c of rows 4i.. */
+    b[4 * i] = _mm512_unpacklo_epi64(a[4 * i], a[4 * i + 2]), b[4 * i + 1] = _mm512_unpackhi_epi64(a[4 * i], a[4 * i + 2]);
+    b[4 * i + 2] = _mm512_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]), b[4 * i + 3] = _mm512_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
+  }
+  _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+    const __m512i u0 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0x44), u1 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0xEE);
+    const __m512i u2 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0x44), u3 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0xEE);
+    r[c] = _mm512_shuffle_i32x4(u0, u2, 0x88), r[4 + c] = _mm512_shuffle_i32x4(u0, u2, 0xDD);
+    r[8 + c] = _mm512_shuffle_i32x4(u1, u3, 0x88), r[12 + c] = _mm512_shuffle_i32x4(u1, u3, 0xDD);
+  }
+}
+VS_T int srt_vcols_keys32(const uint32_t *x, int64_t ld, int64_t n, uint32_t *k, uint32_t f, int fl) {
+  if (!srt_vsort_ok()) return 0;
+  int64_t r = 0;
+  for (; r + 16 <= n; r += 16) {
+    __m512i v[16];
+    _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) v[i] = _mm512_loadu_si512(x + (r + i) * ld);
+    vs_tr16(v);
+    _Pragma("GCC unroll 16") for (int q = 0; q < 16; q++) _mm512_storeu_si512(k + q * n + r, vs_key32(v[q], f, fl));
+  }
+  for (; r < n; r++) { /* the rest of the rows: a row's 16 keys to the 16 lines */
+    uint32_t t[16];
+    _mm512_storeu_si512(t, vs_key32(_mm512_loadu_si512(x + r * ld), f, fl));
+    for (int q = 0; q < 16; q++) k[q * n + r] = t[q];
+  }
+  return 1;
+}
+VS_T int srt_vcols_unkeys32(const uint32_t *k, int64_t n, uint32_t *y, int64_t ld, uint32_t f, int fl,
+                            uint32_t *zeros) {
+  if (!srt_vsort_ok()) return 0;
+  const __m512i F = _mm512_set1_epi32((int)f);
+  __mmask16 z = 0; /* lanes: lines with a zero */
+  int64_t r = 0;
+  for (; r + 16 <= n; r += 16) {
+    __m512i v[16];
+    _Pragma("GCC unroll 16") for (int q = 0; q < 16; q++) v[q] = _mm512_xor_si512(_mm512_loadu_si512(k + q * n + r), F);
+    vs_tr16(v);
+    _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) _mm512_storeu_si512(y + (r + i) * ld, vs_unkey32(v[i], fl, &z));
+  }
+  for (; r < n; r++) {
+    uint32_t t[16];
+    for (int q = 0; q < 16; q++) t[q] = k[q * n + r];
+    _mm512_storeu_si512(y + r * ld, vs_unkey32(_mm512_xor_si512(_mm512_loadu_si512(t), F), fl, &z));
+  }
+  *zeros = z;
+  return 1;
+}
+
 /* ---- one long line of 32-bit keys on nt threads (srt_vsort32_mt): the first partition is
  * itself split, each thread partitioning a chunk of its own around one pivot (the median of
  * a sample of the whole line) and the chunks' sides then joined by swapping each chunk's
@@ -802,6 +858,15 @@ int srt_vsort32_mt(uint32_t *a, uint32_t *tmp, int64_t n, int nt) {
 }
 int srt_vkeys32(const uint32_t *x, uint32_t *k, int64_t n, uint32_t f, int fl) {
   (void)x, (void)k, (void)n, (void)f, (void)fl;
+  return 0;
+}
+int srt_vcols_keys32(const uint32_t *x, int64_t ld, int64_t n, uint32_t *k, uint32_t f, int fl) {
+  (void)x, (void)ld, (void)n, (void)k, (void)f, (void)fl;
+  return 0;
+}
+int srt_vcols_unkeys32(const uint32_t *k, int64_t n, uint32_t *y, int64_t ld, uint32_t f, int fl,
+                       uint32_t *zeros) {
+  (void)k, (void)n, (void)y, (void)ld, (void)f, (void)fl, (void)zeros;
   return 0;
 }
 int srt_vunkeys32(const uint32_t *k, uint32_t *y, int64_t n, uint32_t f, int fl, int *zeros) {
