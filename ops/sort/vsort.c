@@ -664,6 +664,25 @@ VS_T int srt_vcols_unkeys32(const uint32_t *k, int64_t n, uint32_t *y, int64_t l
   return 1;
 }
 
+/* Short contiguous lines, n <= 16 words each: a line a register (masked load, the key
+ * transform, padding set to the largest key, the 16-key network, the inverse transform,
+ * masked store), no buffer and no call per line; successive lines are independent, so their
+ * networks overlap in the pipeline. Returns bit r set when line r (< 64) has a zero's key. */
+VS_T uint64_t srt_vrows32(const uint32_t *x, uint32_t *y, int64_t rows, int n, uint32_t f, int fl) {
+  const __mmask16 m = (__mmask16)w32_lanes(n);
+  const __m512i F = _mm512_set1_epi32((int)f), PAD = _mm512_set1_epi32(-1);
+  uint64_t zr = 0;
+  for (int64_t r = 0; r < rows; r++) {
+    __m512i v = _mm512_mask_mov_epi32(PAD, m, vs_key32(_mm512_maskz_loadu_epi32(m, x + r * n), f, fl));
+    w32_net(&v, 1);
+    __mmask16 z = 0;
+    v = vs_unkey32(_mm512_xor_si512(v, F), fl, &z);
+    _mm512_mask_storeu_epi32(y + r * n, m, v);
+    zr |= (uint64_t)((z & m) != 0) << r;
+  }
+  return zr;
+}
+
 /* ---- one long line of 32-bit keys on nt threads (srt_vsort32_mt): the first partition is
  * itself split, each thread partitioning a chunk of its own around one pivot (the median of
  * a sample of the whole line) and the chunks' sides then joined by swapping each chunk's
@@ -858,6 +877,10 @@ int srt_vsort32_mt(uint32_t *a, uint32_t *tmp, int64_t n, int nt) {
 }
 int srt_vkeys32(const uint32_t *x, uint32_t *k, int64_t n, uint32_t f, int fl) {
   (void)x, (void)k, (void)n, (void)f, (void)fl;
+  return 0;
+}
+uint64_t srt_vrows32(const uint32_t *x, uint32_t *y, int64_t rows, int n, uint32_t f, int fl) {
+  (void)x, (void)y, (void)rows, (void)n, (void)f, (void)fl;
   return 0;
 }
 int srt_vcols_keys32(const uint32_t *x, int64_t ld, int64_t n, uint32_t *k, uint32_t f, int fl) {

@@ -165,6 +165,8 @@ static void test_sort_values(void **state) {
             check_op(dt, outer, n, 0, desc, pat, 0);
             check_op(dt, n > 5000 ? 17 : 19, n, 1, desc, pat, 0); /* columns: a group and a rest */
           }
+      for (int pat = 0; pat < NPAT; pat++) /* short rows to threads in batches */
+        check_op(dt, 5001, pat + 10, 0, pat & 1, pat, 0);
       for (int pat = 0; pat < NPAT; pat++) /* the threaded split */
         check_op(dt, 1, 1 << 20, 0, pat & 1, pat, 0);
       check_op(dt, 3, 1000, 0, 1, P_SPECIAL, 1); /* the permutation-keeping path agrees */
