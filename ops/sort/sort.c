@@ -97,41 +97,40 @@ static void sort_values_line(const sort_ctx *s, const opf_case *c, const opf_rge
   if (zeros && opf_dtype_is_float(dt)) sort_zero_signs(c, g, l);
 }
 
-/* Values only of 4-byte lines along an outer axis (inner >= 16): unit u, 16 adjacent columns
- * of one outer index, goes from x straight to 16 contiguous lines of keys (register
- * transposes: no group buffer, no strided key loop, which took half the time of 1024x1024
- * axis=0), is sorted, and goes back to y the same way; the last columns of a row (fewer than
- * 16) take the strided path line by line. The slot holds 17 n keys (it has 56 n bytes and
- * more). */
-static void sort_cols_unit(const sort_ctx *s, const opf_case *c, const opf_rgeom *g, int64_t u,
+/* Values only of 4-byte lines along an outer axis (inner > 1): unit u, sg->gw adjacent
+ * columns (16, fewer when the units would leave a thread idle; the row's last unit may be
+ * narrower) of one outer index, goes from x straight to contiguous lines of keys (16x16
+ * register transposes, masked to the unit's width: no group buffer, no strided key loop,
+ * which took half the time of 1024x1024 axis=0), is sorted, and goes back to y the same way.
+ * The slot holds 17 n keys (it has 56 n bytes and more). */
+static void sort_cols_unit(const sort_ctx *s, const opf_case *c, const srt_geom *sg, int64_t u,
                            void *slot) {
-  const int64_t gpo = (g->inner + 15) / 16, o = u / gpo, j0 = (u % gpo) * 16, n = g->n;
-  if (j0 + 16 > g->inner) {
-    for (int64_t j = j0; j < g->inner; j++) sort_values_line(s, c, g, o * g->inner + j, slot);
-    return;
-  }
+  const opf_rgeom *g = &sg->g;
+  const int64_t gpo = (g->inner + sg->gw - 1) / sg->gw, o = u / gpo, j0 = (u % gpo) * sg->gw, n = g->n;
+  const int w = (int)(g->inner - j0 < sg->gw ? g->inner - j0 : sg->gw);
   uint32_t *k = slot, *t = k + 16 * n, zeros = 0;
   const uint32_t f = s->desc ? 0xffffffffu : 0;
   const int fl = c->dtype == OPF_F32;
   const int64_t at = o * n * g->inner + j0;
-  srt_vcols_keys32((const uint32_t *)c->in[0].data + at, g->inner, n, k, f, fl);
-  for (int q = 0; q < 16; q++) srt_vsort32(k + q * n, t, n);
-  srt_vcols_unkeys32(k, n, (uint32_t *)c->out[0].data + at, g->inner, f, fl, &zeros);
-  for (int q = 0; q < 16; q++)
+  const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  srt_vcols_keys32((const uint32_t *)c->in[0].data + at, g->inner, n, w, k, f, fl);
+  for (int q = 0; q < w; q++) srt_vsort32_mt(k + q * n, t, n, nt);
+  srt_vcols_unkeys32(k, n, w, (uint32_t *)c->out[0].data + at, g->inner, f, fl, &zeros);
+  for (int q = 0; q < w; q++)
     if (zeros >> q & 1) sort_zero_signs(c, g, o * g->inner + j0 + q);
 }
 static void sort_values_cols(const sort_ctx *s, opf_case *c, const srt_geom *sg) {
-  const int64_t nu = sg->g.outer * ((sg->g.inner + 15) / 16);
+  const int64_t nu = sg->g.outer * ((sg->g.inner + sg->gw - 1) / sg->gw);
   const int nt = omp_get_max_threads() < sg->slots ? omp_get_max_threads() : sg->slots;
   if (sg->nlines * sg->g.n < OPF_PAR_MIN || nt < 2 || nu < 2) {
-    for (int64_t u = 0; u < nu; u++) sort_cols_unit(s, c, &sg->g, u, c->ws);
+    for (int64_t u = 0; u < nu; u++) sort_cols_unit(s, c, sg, u, c->ws);
     return;
   }
 #pragma omp parallel num_threads(nt)
   {
     void *slot = (char *)c->ws + (size_t)omp_get_thread_num() * sg->slot;
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t u = 0; u < nu; u++) sort_cols_unit(s, c, &sg->g, u, slot);
+    for (int64_t u = 0; u < nu; u++) sort_cols_unit(s, c, sg, u, slot);
   }
 }
 
@@ -312,7 +311,7 @@ static int sort_run(opf_case *c, int arg, int bwd, int alg) {
     return OPF_OK;
   }
   if (!s.save && !arg && !srt_wide(c->dtype) && alg == SORT_NATIVE && srt_vsort_ok()) {
-    if (sg.g.inner >= 16) {
+    if (sg.g.inner > 1) {
       sort_values_cols(&s, c, &sg);
       return OPF_OK;
     }

@@ -627,40 +627,46 @@ VS_I void vs_tr16(__m512i *r) {
     r[8 + c] = _mm512_shuffle_i32x4(u1, u3, 0x88), r[12 + c] = _mm512_shuffle_i32x4(u1, u3, 0xDD);
   }
 }
-VS_T int srt_vcols_keys32(const uint32_t *x, int64_t ld, int64_t n, uint32_t *k, uint32_t f, int fl) {
+VS_T int srt_vcols_keys32(const uint32_t *x, int64_t ld, int64_t n, int w, uint32_t *k, uint32_t f,
+                          int fl) {
   if (!srt_vsort_ok()) return 0;
+  const __mmask16 m = (__mmask16)w32_lanes(w);
   int64_t r = 0;
   for (; r + 16 <= n; r += 16) {
     __m512i v[16];
-    _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) v[i] = _mm512_loadu_si512(x + (r + i) * ld);
+    _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) v[i] = _mm512_maskz_loadu_epi32(m, x + (r + i) * ld);
     vs_tr16(v);
-    _Pragma("GCC unroll 16") for (int q = 0; q < 16; q++) _mm512_storeu_si512(k + q * n + r, vs_key32(v[q], f, fl));
+    _Pragma("GCC unroll 16") for (int q = 0; q < 16; q++)
+      if (q < w) _mm512_storeu_si512(k + q * n + r, vs_key32(v[q], f, fl));
   }
-  for (; r < n; r++) { /* the rest of the rows: a row's 16 keys to the 16 lines */
+  for (; r < n; r++) { /* the rest of the rows: a row's keys to the w lines */
     uint32_t t[16];
-    _mm512_storeu_si512(t, vs_key32(_mm512_loadu_si512(x + r * ld), f, fl));
-    for (int q = 0; q < 16; q++) k[q * n + r] = t[q];
+    _mm512_storeu_si512(t, vs_key32(_mm512_maskz_loadu_epi32(m, x + r * ld), f, fl));
+    for (int q = 0; q < w; q++) k[q * n + r] = t[q];
   }
   return 1;
 }
-VS_T int srt_vcols_unkeys32(const uint32_t *k, int64_t n, uint32_t *y, int64_t ld, uint32_t f, int fl,
-                            uint32_t *zeros) {
+VS_T int srt_vcols_unkeys32(const uint32_t *k, int64_t n, int w, uint32_t *y, int64_t ld, uint32_t f,
+                            int fl, uint32_t *zeros) {
   if (!srt_vsort_ok()) return 0;
   const __m512i F = _mm512_set1_epi32((int)f);
+  const __mmask16 m = (__mmask16)w32_lanes(w);
   __mmask16 z = 0; /* lanes: lines with a zero */
   int64_t r = 0;
   for (; r + 16 <= n; r += 16) {
     __m512i v[16];
-    _Pragma("GCC unroll 16") for (int q = 0; q < 16; q++) v[q] = _mm512_xor_si512(_mm512_loadu_si512(k + q * n + r), F);
+    _Pragma("GCC unroll 16") for (int q = 0; q < 16; q++)
+      v[q] = q < w ? _mm512_xor_si512(_mm512_loadu_si512(k + q * n + r), F) : _mm512_setzero_si512();
     vs_tr16(v);
-    _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) _mm512_storeu_si512(y + (r + i) * ld, vs_unkey32(v[i], fl, &z));
+    _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++)
+      _mm512_mask_storeu_epi32(y + (r + i) * ld, m, vs_unkey32(v[i], fl, &z));
   }
   for (; r < n; r++) {
-    uint32_t t[16];
-    for (int q = 0; q < 16; q++) t[q] = k[q * n + r];
-    _mm512_storeu_si512(y + r * ld, vs_unkey32(_mm512_xor_si512(_mm512_loadu_si512(t), F), fl, &z));
+    uint32_t t[16] = {0};
+    for (int q = 0; q < w; q++) t[q] = k[q * n + r];
+    _mm512_mask_storeu_epi32(y + r * ld, m, vs_unkey32(_mm512_xor_si512(_mm512_loadu_si512(t), F), fl, &z));
   }
-  *zeros = z;
+  *zeros = z & m;
   return 1;
 }
 
@@ -883,13 +889,14 @@ uint64_t srt_vrows32(const uint32_t *x, uint32_t *y, int64_t rows, int n, uint32
   (void)x, (void)y, (void)rows, (void)n, (void)f, (void)fl;
   return 0;
 }
-int srt_vcols_keys32(const uint32_t *x, int64_t ld, int64_t n, uint32_t *k, uint32_t f, int fl) {
-  (void)x, (void)ld, (void)n, (void)k, (void)f, (void)fl;
+int srt_vcols_keys32(const uint32_t *x, int64_t ld, int64_t n, int w, uint32_t *k, uint32_t f,
+                     int fl) {
+  (void)x, (void)ld, (void)n, (void)w, (void)k, (void)f, (void)fl;
   return 0;
 }
-int srt_vcols_unkeys32(const uint32_t *k, int64_t n, uint32_t *y, int64_t ld, uint32_t f, int fl,
-                       uint32_t *zeros) {
-  (void)k, (void)n, (void)y, (void)ld, (void)f, (void)fl, (void)zeros;
+int srt_vcols_unkeys32(const uint32_t *k, int64_t n, int w, uint32_t *y, int64_t ld, uint32_t f,
+                       int fl, uint32_t *zeros) {
+  (void)k, (void)n, (void)w, (void)y, (void)ld, (void)f, (void)fl, (void)zeros;
   return 0;
 }
 int srt_vunkeys32(const uint32_t *k, uint32_t *y, int64_t n, uint32_t f, int fl, int *zeros) {

@@ -167,6 +167,10 @@ static void test_sort_values(void **state) {
           }
       for (int pat = 0; pat < NPAT; pat++) /* short rows to threads in batches */
         check_op(dt, 5001, pat + 10, 0, pat & 1, pat, 0);
+      for (int pat = 0; pat < NPAT; pat++) { /* narrow column units (split for threads) */
+        check_op(dt, 10, 100003, 1, pat & 1, pat, 0);
+        check_op(dt, 2, 1000, 1, pat & 1, pat, 0);
+      }
       for (int pat = 0; pat < NPAT; pat++) /* the threaded split */
         check_op(dt, 1, 1 << 20, 0, pat & 1, pat, 0);
       check_op(dt, 3, 1000, 0, 1, P_SPECIAL, 1); /* the permutation-keeping path agrees */
