@@ -137,7 +137,8 @@ static void sort_values_cols(const sort_ctx *s, opf_case *c, const srt_geom *sg)
 /* Values only of short contiguous lines (inner 1, n <= 16): srt_vrows32 on batches of 64
  * lines, the batches in contiguous ranges a thread (100000x10 axis=1 sorted a line at a time
  * through the line walk: a call chain and a buffer per 10 elements). */
-static void sort_values_rows(const sort_ctx *s, opf_case *c, const srt_geom *sg) {
+/* perm: a float32 sort's kept permutation (srt_vrows32_perm), else NULL. */
+static void sort_values_rows(const sort_ctx *s, opf_case *c, const srt_geom *sg, uint32_t *perm) {
   const int64_t n = sg->g.n, nl = sg->nlines, nb = (nl + 63) / 64;
   const uint32_t f = s->desc ? 0xffffffffu : 0, *x = c->in[0].data;
   const int fl = c->dtype == OPF_F32;
@@ -146,6 +147,10 @@ static void sort_values_rows(const sort_ctx *s, opf_case *c, const srt_geom *sg)
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (int64_t b = 0; b < nb; b++) {
     const int64_t r0 = b * 64, rows = nl - r0 < 64 ? nl - r0 : 64;
+    if (perm) {
+      srt_vrows32_perm(x + r0 * n, y + r0 * n, perm + r0 * n, rows, (int)n, f);
+      continue;
+    }
     uint64_t z = srt_vrows32(x + r0 * n, y + r0 * n, rows, (int)n, f, fl);
     for (; fl && z; z &= z - 1) sort_zero_signs(c, &sg->g, r0 + __builtin_ctzll(z));
   }
@@ -316,9 +321,14 @@ static int sort_run(opf_case *c, int arg, int bwd, int alg) {
       return OPF_OK;
     }
     if (sg.g.inner == 1 && n <= 16) {
-      sort_values_rows(&s, c, &sg);
+      sort_values_rows(&s, c, &sg, NULL);
       return OPF_OK;
     }
+  }
+  if (s.save && c->dtype == OPF_F32 && sg.g.inner == 1 && n <= 16 && alg == SORT_NATIVE &&
+      srt_vsort_ok()) { /* (the permutation's words: the layout of y) */
+    sort_values_rows(&s, c, &sg, perm);
+    return OPF_OK;
   }
   /* the walk's case: out[1] views the saved permutation (int32-sized words) */
   opf_case w = *c;

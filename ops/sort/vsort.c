@@ -689,6 +689,34 @@ VS_T uint64_t srt_vrows32(const uint32_t *x, uint32_t *y, int64_t rows, int n, u
   return zr;
 }
 
+/* The same rows of a float32 sort that keeps its permutation: each row's keys packed with
+ * their positions into key << 32 | position words in two registers (padding: the largest key
+ * and positions >= n, so it sorts last), sorted by the 64-bit network; the positions go to
+ * perm, and y is x permuted by them (each value's own bits: zeros keep their signs), NaNs
+ * given back as 0x7fffffff as everywhere else. */
+VS_T void srt_vrows32_perm(const uint32_t *x, uint32_t *y, uint32_t *perm, int64_t rows, int n,
+                           uint32_t f) {
+  const __mmask16 m = (__mmask16)w32_lanes(n);
+  const __m512i PAD = _mm512_set1_epi32(-1), NANK = _mm512_set1_epi32((int)(0xffffffffu ^ f));
+  const __m512i I0 = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), I1 = _mm512_set_epi64(15, 14, 13, 12, 11, 10, 9, 8);
+  for (int64_t r = 0; r < rows; r++) {
+    const __m512i X = _mm512_maskz_loadu_epi32(m, x + r * n);
+    const __m512i K = _mm512_mask_mov_epi32(PAD, m, vs_key32(X, f, 1));
+    __m512i W[2];
+    W[0] = _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(K)), 32), I0);
+    W[1] = _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(K, 1)), 32), I1);
+    w64_net(W, 2);
+    const __m512i P = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(W[0])),
+                                         _mm512_cvtepi64_epi32(W[1]), 1);
+    const __m512i SK = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_srli_epi64(W[0], 32))),
+                                          _mm512_cvtepi64_epi32(_mm512_srli_epi64(W[1], 32)), 1);
+    const __mmask16 nan = _mm512_cmpeq_epu32_mask(SK, NANK);
+    const __m512i Y = _mm512_mask_mov_epi32(_mm512_permutexvar_epi32(P, X), nan, _mm512_set1_epi32(0x7fffffff));
+    _mm512_mask_storeu_epi32(perm + r * n, m, P);
+    _mm512_mask_storeu_epi32(y + r * n, m, Y);
+  }
+}
+
 /* ---- one long line of 32-bit keys on nt threads (srt_vsort32_mt): the first partition is
  * itself split, each thread partitioning a chunk of its own around one pivot (the median of
  * a sample of the whole line) and the chunks' sides then joined by swapping each chunk's
@@ -888,6 +916,10 @@ int srt_vkeys32(const uint32_t *x, uint32_t *k, int64_t n, uint32_t f, int fl) {
 uint64_t srt_vrows32(const uint32_t *x, uint32_t *y, int64_t rows, int n, uint32_t f, int fl) {
   (void)x, (void)y, (void)rows, (void)n, (void)f, (void)fl;
   return 0;
+}
+void srt_vrows32_perm(const uint32_t *x, uint32_t *y, uint32_t *perm, int64_t rows, int n,
+                      uint32_t f) {
+  (void)x, (void)y, (void)perm, (void)rows, (void)n, (void)f;
 }
 int srt_vcols_keys32(const uint32_t *x, int64_t ld, int64_t n, int w, uint32_t *k, uint32_t f,
                      int fl) {

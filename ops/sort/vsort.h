@@ -39,6 +39,11 @@ int srt_vcols_unkeys32(const uint32_t *k, int64_t n, int w, uint32_t *y, int64_t
  * (AVX-512F only: callers check srt_vsort_ok); bit r of the result set when row r has a
  * zero's key. */
 uint64_t srt_vrows32(const uint32_t *x, uint32_t *y, int64_t rows, int n, uint32_t f, int fl);
+/* The same for float32 rows with the permutation: perm[r * n + k] the position in row r of
+ * y[r * n + k], equal keys in position order (a stable sort); y takes x's bits (NaN as
+ * 0x7fffffff). */
+void srt_vrows32_perm(const uint32_t *x, uint32_t *y, uint32_t *perm, int64_t rows, int n,
+                      uint32_t f);
 
 /* Sort pairs (k[i], v[i]) by key, equal keys by v ascending (with v[i] = i: a stable sort),
  * in place; tk, tv (n words each) are scratch. Return 1 when sorted, 0 when the CPU lacks
