@@ -134,6 +134,52 @@ static void sort_values_cols(const sort_ctx *s, opf_case *c, const srt_geom *sg)
   }
 }
 
+/* A float32 sort that keeps its permutation, lines along an outer axis of SRT_KV32_MIN + 1 ..
+ * SRT_BIG: the unit's columns to key lines as above, each line through the key-index sort
+ * (srt_vsort_kv32, positions beside the keys: stable), the keys back to y and the positions
+ * to the permutation by the same transposing stores (on an int32 line with the key xor
+ * 0x80000000 the transform is the identity); a line's zeros then take their signs from x
+ * through the permutation (as sort_saved_line). The slot holds 35 n words (of 56 n). */
+static void sort_saved_cols_unit(const sort_ctx *s, const opf_case *c, const srt_geom *sg,
+                                 int64_t u, uint32_t *perm, void *slot) {
+  const opf_rgeom *g = &sg->g;
+  const int64_t gpo = (g->inner + sg->gw - 1) / sg->gw, o = u / gpo, j0 = (u % gpo) * sg->gw, n = g->n;
+  const int w = (int)(g->inner - j0 < sg->gw ? g->inner - j0 : sg->gw);
+  uint32_t *k = slot, *v = k + 16 * n, *tk = v + 16 * n, *tv = tk + n, zeros = 0, none;
+  const uint32_t f = s->desc ? 0xffffffffu : 0;
+  const int64_t at = o * n * g->inner + j0, in = g->inner;
+  const uint32_t *x = (const uint32_t *)c->in[0].data + at;
+  uint32_t *y = (uint32_t *)c->out[0].data + at;
+  srt_vcols_keys32(x, in, n, w, k, f, 1);
+  for (int q = 0; q < w; q++) {
+    uint32_t *vq = v + q * n;
+    for (int64_t i = 0; i < n; i++) vq[i] = (uint32_t)i;
+    srt_vsort_kv32(k + q * n, vq, tk, tv, n);
+  }
+  srt_vcols_unkeys32(k, n, w, y, in, f, 1, &zeros);
+  srt_vcols_unkeys32(v, n, w, perm + at, in, 0x80000000u, 0, &none);
+  for (int q = 0; q < w; q++) {
+    if (!(zeros >> q & 1)) continue;
+    const uint32_t *vq = v + q * n;
+    for (int64_t r = 0; r < n; r++)
+      if (y[r * in + q] == 0) y[r * in + q] = x[(int64_t)vq[r] * in + q];
+  }
+}
+static void sort_saved_cols(const sort_ctx *s, opf_case *c, const srt_geom *sg, uint32_t *perm) {
+  const int64_t nu = sg->g.outer * ((sg->g.inner + sg->gw - 1) / sg->gw);
+  const int nt = omp_get_max_threads() < sg->slots ? omp_get_max_threads() : sg->slots;
+  if (sg->nlines * sg->g.n < OPF_PAR_MIN || nt < 2 || nu < 2) {
+    for (int64_t u = 0; u < nu; u++) sort_saved_cols_unit(s, c, sg, u, perm, c->ws);
+    return;
+  }
+#pragma omp parallel num_threads(nt)
+  {
+    void *slot = (char *)c->ws + (size_t)omp_get_thread_num() * sg->slot;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t u = 0; u < nu; u++) sort_saved_cols_unit(s, c, sg, u, perm, slot);
+  }
+}
+
 /* Values only of short contiguous lines (inner 1, n <= 16): srt_vrows32 on batches of 64
  * lines, the batches in contiguous ranges a thread (100000x10 axis=1 sorted a line at a time
  * through the line walk: a call chain and a buffer per 10 elements). */
@@ -328,6 +374,11 @@ static int sort_run(opf_case *c, int arg, int bwd, int alg) {
   if (s.save && c->dtype == OPF_F32 && sg.g.inner == 1 && n <= 16 && alg == SORT_NATIVE &&
       srt_vsort_ok()) { /* (the permutation's words: the layout of y) */
     sort_values_rows(&s, c, &sg, perm);
+    return OPF_OK;
+  }
+  if (s.save && c->dtype == OPF_F32 && sg.g.inner > 1 && n > SRT_KV32_MIN && n <= SRT_BIG &&
+      alg == SORT_NATIVE && srt_vsort_kv_ok()) {
+    sort_saved_cols(&s, c, &sg, perm);
     return OPF_OK;
   }
   /* the walk's case: out[1] views the saved permutation (int32-sized words) */

@@ -848,6 +848,7 @@ static int kv_ok(void) {
   if (ok < 0) ok = srt_vsort_ok() && __builtin_cpu_supports("avx512vl");
   return ok;
 }
+int srt_vsort_kv_ok(void) { return kv_ok(); }
 
 int srt_vsort_kv(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n) {
   if (!kv_ok()) return 0;
@@ -939,6 +940,7 @@ int srt_vsort_kv(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n
   (void)k, (void)v, (void)tk, (void)tv, (void)n;
   return 0;
 }
+int srt_vsort_kv_ok(void) { return 0; }
 int srt_vsort_kv32(uint32_t *k, uint32_t *v, uint32_t *tk, uint32_t *tv, int64_t n) {
   (void)k, (void)v, (void)tk, (void)tv, (void)n;
   return 0;

@@ -49,6 +49,8 @@ void srt_vrows32_perm(const uint32_t *x, uint32_t *y, uint32_t *perm, int64_t ro
  * in place; tk, tv (n words each) are scratch. Return 1 when sorted, 0 when the CPU lacks
  * AVX-512F/VL (k and v are then untouched). */
 int srt_vsort_kv(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n);
+/* 1 when srt_vsort_kv and srt_vsort_kv32 run on this CPU (AVX-512F and VL). */
+int srt_vsort_kv_ok(void);
 /* The same for 32-bit keys (16 pairs a vector step). */
 int srt_vsort_kv32(uint32_t *k, uint32_t *v, uint32_t *tk, uint32_t *tv, int64_t n);
 

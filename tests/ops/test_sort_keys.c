@@ -174,7 +174,11 @@ static void test_sort_values(void **state) {
       for (int pat = 0; pat < NPAT; pat++) /* the threaded split */
         check_op(dt, 1, 1 << 20, 0, pat & 1, pat, 0);
       check_op(dt, 3, 1000, 0, 1, P_SPECIAL, 1); /* the permutation-keeping paths agree */
-      for (int pat = 0; pat < NPAT; pat++) check_op(dt, 5001, 16 - pat, 0, pat & 1, pat, 1);
+      for (int pat = 0; pat < NPAT; pat++) {
+        check_op(dt, 5001, 16 - pat, 0, pat & 1, pat, 1);
+        check_op(dt, 19, 257 + 300 * pat, 1, pat & 1, pat, 1); /* columns, kept permutation */
+        check_op(dt, 35, 129, 1, 1, pat, 1);
+      }
     }
   }
   omp_set_num_threads(was);
@@ -187,7 +191,8 @@ static void test_sort_backward(void **state) {
   static const char *const specs[] = {"x=7x5100 axis=0", "x=3x40x300 axis=1",
                                       "x=2x10x2000 axis=1", "x=50x30 axis=0",
                                       "x=10x1000 axis=1 descending=true", "x=4000x10 axis=1",
-                                      "x=3000x13 axis=1 descending=true", "x=7x1 axis=1"};
+                                      "x=3000x13 axis=1 descending=true", "x=7x1 axis=1",
+                                      "x=300x40 axis=0", "x=1000x20 axis=0 descending=true"};
   const int was = omp_get_max_threads();
   for (int threads = 1; threads <= 2; threads++) {
     omp_set_num_threads(threads);
