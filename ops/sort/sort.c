@@ -222,7 +222,10 @@ static void sort_saved_line(const sort_ctx *s, const opf_case *c, const opf_rgeo
   /* a zero's key is +0.0's (srt_keys): when the line has zeros, their signs come from x
    * (a second pass: a test per element in the first cost 35% on lines of 10) */
   int zeros = 0;
-  if (!p.k8) {
+  if (p.k4 && st == 1 && c->dtype == OPF_F32 &&
+      srt_vunkeys32(p.k4, (uint32_t *)y + base, g->n, s->desc ? 0xffffffffu : 0, 1, &zeros)) {
+    memcpy(perm + base, p.v, (size_t)g->n * 4); /* contiguous: vector unkeys, copied positions */
+  } else if (!p.k8) {
     const uint32_t f = s->desc ? 0xffffffffu : 0;
     for (int64_t k = 0; k < g->n; k++) {
       const uint32_t key = srt_pair_key32(&p, k) ^ f;
