@@ -97,25 +97,31 @@ static void sort_values_line(const sort_ctx *s, const opf_case *c, const opf_rge
   if (zeros && opf_dtype_is_float(dt)) sort_zero_signs(c, g, l);
 }
 
+/* Pitch of the key lines of a column unit: from 512 keys on an odd number of 64-byte pieces,
+ * so the 16 lines' stores of a transposed block land in 16 L1 sets (1024 keys a line put them
+ * all 4 KiB apart: one set). The slot has room for 16 pitches + 3 n words (n >= 512). */
+static int64_t sort_pitch(int64_t n) { return n < 512 ? n : ((n + 15) / 16 * 16) | 16; }
+
 /* Values only of 4-byte lines along an outer axis (inner > 1): unit u, sg->gw adjacent
  * columns (16, fewer when the units would leave a thread idle; the row's last unit may be
  * narrower) of one outer index, goes from x straight to contiguous lines of keys (16x16
  * register transposes, masked to the unit's width: no group buffer, no strided key loop,
  * which took half the time of 1024x1024 axis=0), is sorted, and goes back to y the same way.
- * The slot holds 17 n keys (it has 56 n bytes and more). */
+ * The slot holds 16 pitches + n keys (it has 56 n words and more). */
 static void sort_cols_unit(const sort_ctx *s, const opf_case *c, const srt_geom *sg, int64_t u,
                            void *slot) {
   const opf_rgeom *g = &sg->g;
   const int64_t gpo = (g->inner + sg->gw - 1) / sg->gw, o = u / gpo, j0 = (u % gpo) * sg->gw, n = g->n;
   const int w = (int)(g->inner - j0 < sg->gw ? g->inner - j0 : sg->gw);
-  uint32_t *k = slot, *t = k + 16 * n, zeros = 0;
+  const int64_t lp = sort_pitch(n);
+  uint32_t *k = slot, *t = k + 16 * lp, zeros = 0;
   const uint32_t f = s->desc ? 0xffffffffu : 0;
   const int fl = c->dtype == OPF_F32;
   const int64_t at = o * n * g->inner + j0;
   const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
-  srt_vcols_keys32((const uint32_t *)c->in[0].data + at, g->inner, n, w, k, f, fl);
-  for (int q = 0; q < w; q++) srt_vsort32_mt(k + q * n, t, n, nt);
-  srt_vcols_unkeys32(k, n, w, (uint32_t *)c->out[0].data + at, g->inner, f, fl, &zeros);
+  srt_vcols_keys32((const uint32_t *)c->in[0].data + at, g->inner, n, w, k, lp, f, fl);
+  for (int q = 0; q < w; q++) srt_vsort32_mt(k + q * lp, t, n, nt);
+  srt_vcols_unkeys32(k, lp, n, w, (uint32_t *)c->out[0].data + at, g->inner, f, fl, &zeros);
   for (int q = 0; q < w; q++)
     if (zeros >> q & 1) sort_zero_signs(c, g, o * g->inner + j0 + q);
 }
@@ -139,28 +145,29 @@ static void sort_values_cols(const sort_ctx *s, opf_case *c, const srt_geom *sg)
  * (srt_vsort_kv32, positions beside the keys: stable), the keys back to y and the positions
  * to the permutation by the same transposing stores (on an int32 line with the key xor
  * 0x80000000 the transform is the identity); a line's zeros then take their signs from x
- * through the permutation (as sort_saved_line). The slot holds 35 n words (of 56 n). */
+ * through the permutation (as sort_saved_line). The slot holds 32 pitches + 2 n words (of 56 n). */
 static void sort_saved_cols_unit(const sort_ctx *s, const opf_case *c, const srt_geom *sg,
                                  int64_t u, uint32_t *perm, void *slot) {
   const opf_rgeom *g = &sg->g;
   const int64_t gpo = (g->inner + sg->gw - 1) / sg->gw, o = u / gpo, j0 = (u % gpo) * sg->gw, n = g->n;
   const int w = (int)(g->inner - j0 < sg->gw ? g->inner - j0 : sg->gw);
-  uint32_t *k = slot, *v = k + 16 * n, *tk = v + 16 * n, *tv = tk + n, zeros = 0, none;
+  const int64_t lp = sort_pitch(n);
+  uint32_t *k = slot, *v = k + 16 * lp, *tk = v + 16 * lp, *tv = tk + n, zeros = 0, none;
   const uint32_t f = s->desc ? 0xffffffffu : 0;
   const int64_t at = o * n * g->inner + j0, in = g->inner;
   const uint32_t *x = (const uint32_t *)c->in[0].data + at;
   uint32_t *y = (uint32_t *)c->out[0].data + at;
-  srt_vcols_keys32(x, in, n, w, k, f, 1);
+  srt_vcols_keys32(x, in, n, w, k, lp, f, 1);
   for (int q = 0; q < w; q++) {
-    uint32_t *vq = v + q * n;
+    uint32_t *vq = v + q * lp;
     for (int64_t i = 0; i < n; i++) vq[i] = (uint32_t)i;
-    srt_vsort_kv32(k + q * n, vq, tk, tv, n);
+    srt_vsort_kv32(k + q * lp, vq, tk, tv, n);
   }
-  srt_vcols_unkeys32(k, n, w, y, in, f, 1, &zeros);
-  srt_vcols_unkeys32(v, n, w, perm + at, in, 0x80000000u, 0, &none);
+  srt_vcols_unkeys32(k, lp, n, w, y, in, f, 1, &zeros);
+  srt_vcols_unkeys32(v, lp, n, w, perm + at, in, 0x80000000u, 0, &none);
   for (int q = 0; q < w; q++) {
     if (!(zeros >> q & 1)) continue;
-    const uint32_t *vq = v + q * n;
+    const uint32_t *vq = v + q * lp;
     for (int64_t r = 0; r < n; r++)
       if (y[r * in + q] == 0) y[r * in + q] = x[(int64_t)vq[r] * in + q];
   }

@@ -30,11 +30,12 @@ int srt_vsort32_mt(uint32_t *a, uint32_t *tmp, int64_t n, int nt);
 int srt_vkeys32(const uint32_t *x, uint32_t *k, int64_t n, uint32_t f, int fl);
 int srt_vunkeys32(const uint32_t *k, uint32_t *y, int64_t n, uint32_t f, int fl, int *zeros);
 /* The same for w <= 16 columns: x[r * ld + q] (rows r < n, columns q < w) to w lines of keys
- * k[q * n + r], and back to y[r * ld + q]; bit q of *zeros set when line q has a zero's key. */
-int srt_vcols_keys32(const uint32_t *x, int64_t ld, int64_t n, int w, uint32_t *k, uint32_t f,
-                     int fl);
-int srt_vcols_unkeys32(const uint32_t *k, int64_t n, int w, uint32_t *y, int64_t ld, uint32_t f,
-                       int fl, uint32_t *zeros);
+ * k[q * lp + r] (lp >= n: the lines' pitch), and back to y[r * ld + q]; bit q of *zeros set
+ * when line q has a zero's key. */
+int srt_vcols_keys32(const uint32_t *x, int64_t ld, int64_t n, int w, uint32_t *k, int64_t lp,
+                     uint32_t f, int fl);
+int srt_vcols_unkeys32(const uint32_t *k, int64_t lp, int64_t n, int w, uint32_t *y, int64_t ld,
+                       uint32_t f, int fl, uint32_t *zeros);
 /* Sort rows (at most 64) of n <= 16 contiguous 4-byte words from x into y, keyed as above
  * (AVX-512F only: callers check srt_vsort_ok); bit r of the result set when row r has a
  * zero's key. */
