@@ -5,7 +5,9 @@
  * key << 32 | index words), LSD radix with skipped constant digits beyond and without AVX-512
  * (argsort of 4-byte dtypes sorts key << 32 | index words, so indices travel free and equal
  * keys stay in index order whatever the sort); lines go to threads whole, each with its own
- * workspace slot. */
+ * workspace slot. A forward without an input gradient keeps no permutation: values-only
+ * sorts of 4-byte keys (the key-only vector quicksort, threaded on long lines; column units
+ * transposed in registers, short rows a register each). */
 #include "sort/sort_common.h"
 
 /* alg: SORT_NATIVE (the default), SORT_RADIX (values-only lines of 4-byte dtypes by the

@@ -6,7 +6,10 @@
  * vectors a step, the pivot the median of a sorted sample. Many equal keys: a partition that
  * leaves nothing below the pivot (the pivot is the minimum) is redone at pivot + 1, which sets
  * the run of minima aside; all keys equal ends the range. Recursion deeper than 2 log2(n)
- * (bad pivots) finishes with the radix sort. */
+ * (bad pivots) finishes with the radix sort. Also: the 32-bit key sort on several threads
+ * (srt_vsort32_mt), the key transforms of contiguous lines, of 16-column blocks (register
+ * transposes) and of short rows sorted a register each (srt_vkeys32, srt_vcols_*,
+ * srt_vrows32*). */
 #include "sort/vsort.h"
 
 #include "sort/sort_common.h"
