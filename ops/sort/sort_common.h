@@ -459,7 +459,10 @@ static srt_pairs srt_line_kv32(const opf_case *c, const opf_rgeom *g, int desc, 
   const int64_t n = g->n;
   uint32_t *k4 = slot, *v = k4 + n, *tk = v + n, *tv = tk + n;
   srt_pairs p = {NULL, NULL, NULL, NULL};
-  srt_keys(c->in[0].data, c->dtype, srt_at(g, l, 0), g->inner, n, desc, 0, k4, NULL);
+  const int64_t base = srt_at(g, l, 0);
+  if (g->inner != 1 || !srt_vkeys32((const uint32_t *)c->in[0].data + base, k4, n,
+                                    desc ? 0xffffffffu : 0, c->dtype == OPF_F32))
+    srt_keys(c->in[0].data, c->dtype, base, g->inner, n, desc, 0, k4, NULL);
   for (int64_t k = 0; k < n; k++) v[k] = (uint32_t)k;
   if (srt_vsort_kv32(k4, v, tk, tv, n)) p.k4 = k4, p.v = v;
   return p;

@@ -6,7 +6,10 @@
  * vectors a step, the pivot the median of a sorted sample. Many equal keys: a partition that
  * leaves nothing below the pivot (the pivot is the minimum) is redone at pivot + 1, which sets
  * the run of minima aside; all keys equal ends the range. Recursion deeper than 2 log2(n)
- * (bad pivots) finishes with the radix sort. */
+ * (bad pivots) finishes with the radix sort. Also: the 32-bit key sort on several threads
+ * (srt_vsort32_mt), the key transforms of contiguous lines, of 16-column blocks (register
+ * transposes) and of short rows sorted a register each (srt_vkeys32, srt_vcols_*,
+ * srt_vrows32*). */
 #include "sort/vsort.h"
 
 #include "sort/sort_common.h"
@@ -567,6 +570,255 @@ int srt_vsort32(uint32_t *a, uint32_t *tmp, int64_t n) {
   return 1;
 }
 
+/* ---- the key transforms of contiguous 4-byte lines (sort_common.h's srt_keys and
+ * srt_unkey32, 16 lanes at a time; a masked tail) ---- */
+VS_I __m512i vs_key32(__m512i w, uint32_t f, int fl) {
+  const __m512i S = _mm512_set1_epi32((int)0x80000000u);
+  if (!fl) return _mm512_xor_si512(w, _mm512_set1_epi32((int)(f ^ 0x80000000u)));
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(w, _mm512_set1_epi32(0x7fffffff)),
+                                                _mm512_set1_epi32(0x7f800000));
+  w = _mm512_mask_mov_epi32(w, nan, _mm512_set1_epi32(0x7fffffff)); /* any NaN */
+  const __m512i m = _mm512_srai_epi32(w, 31);
+  const __m512i k = _mm512_sub_epi32(_mm512_xor_si512(w, _mm512_or_si512(m, S)), m);
+  return _mm512_xor_si512(k, _mm512_set1_epi32((int)f));
+}
+VS_T int srt_vkeys32(const uint32_t *x, uint32_t *k, int64_t n, uint32_t f, int fl) {
+  if (!srt_vsort_ok()) return 0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_si512(k + i, vs_key32(_mm512_loadu_si512(x + i), f, fl));
+  const __mmask16 t = (__mmask16)w32_lanes(n - i);
+  _mm512_mask_storeu_epi32(k + i, t, vs_key32(_mm512_maskz_loadu_epi32(t, x + i), f, fl));
+  return 1;
+}
+VS_I __m512i vs_unkey32(__m512i k, int fl, __mmask16 *z) {
+  const __m512i S = _mm512_set1_epi32((int)0x80000000u);
+  if (!fl) return _mm512_xor_si512(k, S);
+  *z |= _mm512_cmpeq_epu32_mask(k, S);
+  const __m512i m = _mm512_srai_epi32(_mm512_xor_si512(k, _mm512_set1_epi32(-1)), 31);
+  return _mm512_sub_epi32(_mm512_xor_si512(k, _mm512_or_si512(m, S)), m);
+}
+VS_T int srt_vunkeys32(const uint32_t *k, uint32_t *y, int64_t n, uint32_t f, int fl, int *zeros) {
+  if (!srt_vsort_ok()) return 0;
+  const __m512i F = _mm512_set1_epi32((int)f);
+  __mmask16 z = 0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_si512(y + i, vs_unkey32(_mm512_xor_si512(_mm512_loadu_si512(k + i), F), fl, &z));
+  const __mmask16 t = (__mmask16)w32_lanes(n - i);
+  __mmask16 zt = 0;
+  _mm512_mask_storeu_epi32(y + i, t, vs_unkey32(_mm512_xor_si512(_mm512_maskz_loadu_epi32(t, k + i), F), fl, &zt));
+  *zeros = (z | (zt & t)) != 0;
+  return 1;
+}
+
+/* ---- 16 columns of a row-major block as 16 contiguous lines of keys and back (the
+ * values-only sort of lines along an outer axis): 16 rows of 16 words transposed in
+ * registers (32-bit, then 64-bit unpacks within 128-bit lanes, then a 4x4 transpose of the
+ * lanes), the key transform on the way in, its inverse on the way out. ---- */
+VS_I void vs_tr16(__m512i *r) {
+  __m512i a[16], b[16];
+  _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
+    a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]), a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) { /* b[4i + c]: lane l holds column 4l + c of rows 4i.. */
+    b[4 * i] = _mm512_unpacklo_epi64(a[4 * i], a[4 * i + 2]), b[4 * i + 1] = _mm512_unpackhi_epi64(a[4 * i], a[4 * i + 2]);
+    b[4 * i + 2] = _mm512_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]), b[4 * i + 3] = _mm512_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
+  }
+  _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+    const __m512i u0 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0x44), u1 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0xEE);
+    const __m512i u2 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0x44), u3 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0xEE);
+    r[c] = _mm512_shuffle_i32x4(u0, u2, 0x88), r[4 + c] = _mm512_shuffle_i32x4(u0, u2, 0xDD);
+    r[8 + c] = _mm512_shuffle_i32x4(u1, u3, 0x88), r[12 + c] = _mm512_shuffle_i32x4(u1, u3, 0xDD);
+  }
+}
+VS_T int srt_vcols_keys32(const uint32_t *x, int64_t ld, int64_t n, int w, uint32_t *k, int64_t lp,
+                          uint32_t f, int fl) {
+  if (!srt_vsort_ok()) return 0;
+  const __mmask16 m = (__mmask16)w32_lanes(w);
+  int64_t r = 0;
+  for (; r + 16 <= n; r += 16) {
+    __m512i v[16];
+    _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) v[i] = _mm512_maskz_loadu_epi32(m, x + (r + i) * ld);
+    vs_tr16(v);
+    _Pragma("GCC unroll 16") for (int q = 0; q < 16; q++)
+      if (q < w) _mm512_storeu_si512(k + q * lp + r, vs_key32(v[q], f, fl));
+  }
+  for (; r < n; r++) { /* the rest of the rows: a row's keys to the w lines */
+    uint32_t t[16];
+    _mm512_storeu_si512(t, vs_key32(_mm512_maskz_loadu_epi32(m, x + r * ld), f, fl));
+    for (int q = 0; q < w; q++) k[q * lp + r] = t[q];
+  }
+  return 1;
+}
+VS_T int srt_vcols_unkeys32(const uint32_t *k, int64_t lp, int64_t n, int w, uint32_t *y, int64_t ld,
+                            uint32_t f, int fl, uint32_t *zeros) {
+  if (!srt_vsort_ok()) return 0;
+  const __m512i F = _mm512_set1_epi32((int)f);
+  const __mmask16 m = (__mmask16)w32_lanes(w);
+  __mmask16 z = 0; /* lanes: lines with a zero */
+  const int nts = w == 16 && ((uintptr_t)y & 63) == 0 && ld % 16 == 0 && ld >= 512;
+  int64_t r = 0;
+  for (; r + 16 <= n; r += 16) {
+    __m512i v[16];
+    _Pragma("GCC unroll 16") for (int q = 0; q < 16; q++)
+      v[q] = q < w ? _mm512_xor_si512(_mm512_loadu_si512(k + q * lp + r), F) : _mm512_setzero_si512();
+    vs_tr16(v);
+    if (nts) { /* whole aligned 64-byte rows: streamed (no reads for ownership; the rows are
+                * 4 KiB apart at 1024 columns, all in one L1 set) */
+      _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++)
+        _mm512_stream_si512((void *)(y + (r + i) * ld), vs_unkey32(v[i], fl, &z));
+    } else {
+      _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++)
+        _mm512_mask_storeu_epi32(y + (r + i) * ld, m, vs_unkey32(v[i], fl, &z));
+    }
+  }
+  if (nts) _mm_sfence();
+  for (; r < n; r++) {
+    uint32_t t[16] = {0};
+    for (int q = 0; q < w; q++) t[q] = k[q * lp + r];
+    _mm512_mask_storeu_epi32(y + r * ld, m, vs_unkey32(_mm512_xor_si512(_mm512_loadu_si512(t), F), fl, &z));
+  }
+  *zeros = z & m;
+  return 1;
+}
+
+/* Short contiguous lines, n <= 16 words each: a line a register (masked load, the key
+ * transform, padding set to the largest key, the 16-key network, the inverse transform,
+ * masked store), no buffer and no call per line; successive lines are independent, so their
+ * networks overlap in the pipeline. Returns bit r set when line r (< 64) has a zero's key. */
+VS_T uint64_t srt_vrows32(const uint32_t *x, uint32_t *y, int64_t rows, int n, uint32_t f, int fl) {
+  const __mmask16 m = (__mmask16)w32_lanes(n);
+  const __m512i F = _mm512_set1_epi32((int)f), PAD = _mm512_set1_epi32(-1);
+  uint64_t zr = 0;
+  for (int64_t r = 0; r < rows; r++) {
+    __m512i v = _mm512_mask_mov_epi32(PAD, m, vs_key32(_mm512_maskz_loadu_epi32(m, x + r * n), f, fl));
+    w32_net(&v, 1);
+    __mmask16 z = 0;
+    v = vs_unkey32(_mm512_xor_si512(v, F), fl, &z);
+    _mm512_mask_storeu_epi32(y + r * n, m, v);
+    zr |= (uint64_t)((z & m) != 0) << r;
+  }
+  return zr;
+}
+
+/* The same rows of a float32 sort that keeps its permutation: each row's keys packed with
+ * their positions into key << 32 | position words in two registers (padding: the largest key
+ * and positions >= n, so it sorts last), sorted by the 64-bit network; the positions go to
+ * perm, and y is x permuted by them (each value's own bits: zeros keep their signs), NaNs
+ * given back as 0x7fffffff as everywhere else. */
+VS_T void srt_vrows32_perm(const uint32_t *x, uint32_t *y, uint32_t *perm, int64_t rows, int n,
+                           uint32_t f) {
+  const __mmask16 m = (__mmask16)w32_lanes(n);
+  const __m512i PAD = _mm512_set1_epi32(-1), NANK = _mm512_set1_epi32((int)(0xffffffffu ^ f));
+  const __m512i I0 = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), I1 = _mm512_set_epi64(15, 14, 13, 12, 11, 10, 9, 8);
+  for (int64_t r = 0; r < rows; r++) {
+    const __m512i X = _mm512_maskz_loadu_epi32(m, x + r * n);
+    const __m512i K = _mm512_mask_mov_epi32(PAD, m, vs_key32(X, f, 1));
+    __m512i W[2];
+    W[0] = _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(K)), 32), I0);
+    W[1] = _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(K, 1)), 32), I1);
+    w64_net(W, 2);
+    const __m512i P = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(W[0])),
+                                         _mm512_cvtepi64_epi32(W[1]), 1);
+    const __m512i SK = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_srli_epi64(W[0], 32))),
+                                          _mm512_cvtepi64_epi32(_mm512_srli_epi64(W[1], 32)), 1);
+    const __mmask16 nan = _mm512_cmpeq_epu32_mask(SK, NANK);
+    const __m512i Y = _mm512_mask_mov_epi32(_mm512_permutexvar_epi32(P, X), nan, _mm512_set1_epi32(0x7fffffff));
+    _mm512_mask_storeu_epi32(perm + r * n, m, P);
+    _mm512_mask_storeu_epi32(y + r * n, m, Y);
+  }
+}
+
+/* ---- one long line of 32-bit keys on nt threads (srt_vsort32_mt): the first partition is
+ * itself split, each thread partitioning a chunk of its own around one pivot (the median of
+ * a sample of the whole line) and the chunks' sides then joined by swapping each chunk's
+ * low side with the front of the high sides gathered so far (at most n/2 keys move, the
+ * order inside a side being free). The ranges are then partitioned a level at a time, one
+ * range a thread, until there are VS_MT_RANGES a thread, which the threads sort with
+ * w32_qsort, largest first. ---- */
+#define VS_MT_RANGES 4
+#define VS_MT_MAXR 128
+
+/* Swap a[0..k) with a[j..j+k) (disjoint). */
+VS_T static void vs_swap32(uint32_t *a, int64_t j, int64_t k) {
+  int64_t i = 0;
+  for (; i + 16 <= k; i += 16) {
+    const __m512i x = _mm512_loadu_si512(a + i), y = _mm512_loadu_si512(a + j + i);
+    _mm512_storeu_si512(a + i, y), _mm512_storeu_si512(a + j + i, x);
+  }
+  for (; i < k; i++) {
+    const uint32_t t = a[i];
+    a[i] = a[j + i], a[j + i] = t;
+  }
+}
+
+/* Partition a[0..n) around the sample median on nt threads; returns the low side's size (0
+ * when the pivot is the minimum: the caller sorts the range whole). */
+VS_T static int64_t vs_part32_mt(uint32_t *a, int64_t n, int nt) {
+  const uint32_t piv = w32_pivot(a, n);
+  int64_t m[64];
+  if (nt > 64) nt = 64;
+#pragma omp parallel for num_threads(nt) schedule(static, 1)
+  for (int t = 0; t < nt; t++) {
+    const int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
+    uint32_t mn, mx;
+    m[t] = w32_part(a + lo, hi - lo, piv, &mn, &mx);
+  }
+  /* a[0..l) low, a[l..e) high; chunk t (from e) joins: its low side swaps with the front of
+   * the high keys (the shorter of the two moves) */
+  int64_t l = m[0], e = n / nt;
+  for (int t = 1; t < nt; t++) {
+    const int64_t hi = n * (t + 1) / nt, h = e - l, lt = m[t];
+    if (lt <= h) vs_swap32(a + l, e - l, lt);          /* the low keys to the front */
+    else vs_swap32(a + l, e + lt - h - l, h);          /* the high keys behind the low ones */
+    l += lt, e = hi;
+  }
+  return l;
+}
+
+VS_T static int vs_cmp_len(const void *x, const void *y) {
+  const int64_t a = ((const int64_t *)x)[1], b = ((const int64_t *)y)[1];
+  return (a < b) - (a > b); /* longest first */
+}
+
+VS_T static void vs_sort32_mt(uint32_t *a, uint32_t *tmp, int64_t n, int nt) {
+  int64_t r[VS_MT_MAXR][2], nr = 0; /* ranges: offset, length */
+  const int64_t m0 = vs_part32_mt(a, n, nt);
+  if (m0 > 0 && m0 < n) r[0][0] = 0, r[0][1] = m0, r[1][0] = m0, r[1][1] = n - m0, nr = 2;
+  else r[0][0] = 0, r[0][1] = n, nr = 1;
+  const int64_t want = (int64_t)nt * VS_MT_RANGES < VS_MT_MAXR / 2 ? (int64_t)nt * VS_MT_RANGES : VS_MT_MAXR / 2;
+  int split = nr > 1;
+  while (split && nr < want) { /* a level of partitions, one range a thread */
+    int64_t m[VS_MT_MAXR];
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+    for (int64_t i = 0; i < nr; i++) {
+      uint32_t *s = a + r[i][0];
+      const int64_t len = r[i][1];
+      m[i] = 0;
+      if (len > 64 * 16) {
+        uint32_t mn, mx;
+        const int64_t k = w32_part(s, len, w32_pivot(s, len), &mn, &mx);
+        m[i] = mn == mx ? 0 : k;
+      }
+    }
+    split = 0;
+    for (int64_t i = nr - 1; i >= 0; i--) /* (back to front: the new ranges go at the end) */
+      if (m[i] > 0 && m[i] < r[i][1]) {
+        r[nr][0] = r[i][0] + m[i], r[nr][1] = r[i][1] - m[i], r[i][1] = m[i], nr++, split = 1;
+      }
+  }
+  qsort(r, (size_t)nr, sizeof r[0], vs_cmp_len);
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+  for (int64_t i = 0; i < nr; i++)
+    w32_qsort(a + r[i][0], tmp + r[i][0], r[i][1], vs_depth(r[i][1]));
+}
+
+int srt_vsort32_mt(uint32_t *a, uint32_t *tmp, int64_t n, int nt) {
+  if (!srt_vsort_ok()) return 0;
+  if (nt < 2 || n < SRT_VMT_MIN) w32_qsort(a, tmp, n, vs_depth(n));
+  else vs_sort32_mt(a, tmp, n, nt);
+  return 1;
+}
+
 
 /* Equal keys' pairs in ascending index order: the quicksort leaves their order arbitrary.
  * Runs of equal keys are found a vector at a time (a key equal to its successor). */
@@ -607,6 +859,7 @@ static int kv_ok(void) {
   if (ok < 0) ok = srt_vsort_ok() && __builtin_cpu_supports("avx512vl");
   return ok;
 }
+int srt_vsort_kv_ok(void) { return kv_ok(); }
 
 int srt_vsort_kv(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n) {
   if (!kv_ok()) return 0;
@@ -664,10 +917,41 @@ int srt_vsort32(uint32_t *a, uint32_t *tmp, int64_t n) {
   (void)a, (void)tmp, (void)n;
   return 0;
 }
+int srt_vsort32_mt(uint32_t *a, uint32_t *tmp, int64_t n, int nt) {
+  (void)a, (void)tmp, (void)n, (void)nt;
+  return 0;
+}
+int srt_vkeys32(const uint32_t *x, uint32_t *k, int64_t n, uint32_t f, int fl) {
+  (void)x, (void)k, (void)n, (void)f, (void)fl;
+  return 0;
+}
+uint64_t srt_vrows32(const uint32_t *x, uint32_t *y, int64_t rows, int n, uint32_t f, int fl) {
+  (void)x, (void)y, (void)rows, (void)n, (void)f, (void)fl;
+  return 0;
+}
+void srt_vrows32_perm(const uint32_t *x, uint32_t *y, uint32_t *perm, int64_t rows, int n,
+                      uint32_t f) {
+  (void)x, (void)y, (void)perm, (void)rows, (void)n, (void)f;
+}
+int srt_vcols_keys32(const uint32_t *x, int64_t ld, int64_t n, int w, uint32_t *k, int64_t lp,
+                     uint32_t f, int fl) {
+  (void)x, (void)ld, (void)n, (void)w, (void)k, (void)lp, (void)f, (void)fl;
+  return 0;
+}
+int srt_vcols_unkeys32(const uint32_t *k, int64_t lp, int64_t n, int w, uint32_t *y, int64_t ld,
+                       uint32_t f, int fl, uint32_t *zeros) {
+  (void)k, (void)lp, (void)n, (void)w, (void)y, (void)ld, (void)f, (void)fl, (void)zeros;
+  return 0;
+}
+int srt_vunkeys32(const uint32_t *k, uint32_t *y, int64_t n, uint32_t f, int fl, int *zeros) {
+  (void)k, (void)y, (void)n, (void)f, (void)fl, (void)zeros;
+  return 0;
+}
 int srt_vsort_kv(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n) {
   (void)k, (void)v, (void)tk, (void)tv, (void)n;
   return 0;
 }
+int srt_vsort_kv_ok(void) { return 0; }
 int srt_vsort_kv32(uint32_t *k, uint32_t *v, uint32_t *tk, uint32_t *tv, int64_t n) {
   (void)k, (void)v, (void)tk, (void)tv, (void)n;
   return 0;
