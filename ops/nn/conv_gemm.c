@@ -111,18 +111,28 @@ __attribute__((target("avx512f"))) static void micro(int64_t kc, const float *re
   __m512 vb = _mm512_set1_ps(beta);
   int load = !first || beta != 0.0f;
   if (first && beta != 1.0f && beta != 0.0f) load = 2;
+  /* Full-width tiles by plain loads and stores: masked 512-bit stores, even with every lane
+   * set, cost Zen 5 about a fifth of the whole product (a 1x1 convolution's M 196 x N 1024 x
+   * K 256 blocks: 16.4 ms against 13.7 ms for 32 of them at 1 thread). */
+  int full = nr == GM_NR;
 #pragma GCC unroll 14
   for (int i = 0; i < GM_MR; i++) {
     if (i >= mr) break;
     float *ci = c + i * ldc;
     __m512 r0 = acc[i][0], r1 = acc[i][1];
     if (load) {
-      __m512 o0 = _mm512_maskz_loadu_ps(m0, ci), o1 = _mm512_maskz_loadu_ps(m1, ci + 16);
+      __m512 o0 = full ? _mm512_loadu_ps(ci) : _mm512_maskz_loadu_ps(m0, ci);
+      __m512 o1 = full ? _mm512_loadu_ps(ci + 16) : _mm512_maskz_loadu_ps(m1, ci + 16);
       if (load == 2) o0 = _mm512_mul_ps(o0, vb), o1 = _mm512_mul_ps(o1, vb);
       r0 = _mm512_add_ps(r0, o0), r1 = _mm512_add_ps(r1, o1);
     }
-    _mm512_mask_storeu_ps(ci, m0, r0);
-    _mm512_mask_storeu_ps(ci + 16, m1, r1);
+    if (full) {
+      _mm512_storeu_ps(ci, r0);
+      _mm512_storeu_ps(ci + 16, r1);
+    } else {
+      _mm512_mask_storeu_ps(ci, m0, r0);
+      _mm512_mask_storeu_ps(ci + 16, m1, r1);
+    }
   }
 }
 
