@@ -502,6 +502,7 @@ typedef struct conv_run {
   size_t wpk_group;  /* bytes per group of wpk */
   char *slots;
   size_t slot_bytes;
+  int pack_tr;       /* the weight packing run_items does first (run_pack): tr of gemm_w */
   int nt;            /* threads */
   int64_t R;         /* work items per image */
 } conv_run;
@@ -569,15 +570,16 @@ static void run_init(conv_run *t, const nn_conv_job *j, const void *wscale) {
   t->R = nt / gcd64(g->N, nt);
   t->wp = j->w;
   t->wpk = NULL;
-  if (j->w && (g->nhwc || wscale)) {
+  if (j->w && ((g->nhwc && g->KK > 1) || wscale)) { /* channels-last 1x1: already in order */
     t->k->wprep(j->ws, j->w, g, wscale, 0);
     t->wp = j->ws;
   }
 }
 
-/* Packs each group's weight once for the products gemm_w runs with it on every block (tr as
- * there), when nn_gemm's own kernel serves them: float32 AVX-512, not the hand-written small
- * products, not depthwise. Serial: one pass over the weight per call. */
+/* Plans the packing of each group's weight once for the products gemm_w runs with it on every
+ * block (tr as there), when nn_gemm's own kernel serves them: float32 AVX-512, not the
+ * hand-written small products, not depthwise. The threads of run_items share the packing
+ * (pack_share). */
 static void run_pack(conv_run *t, int tr) {
   const nn_conv_geom *g = t->g;
   int64_t M = tr ? g->Kc : g->Fg, K = tr ? g->Fg : g->Kc, pb = g->cols; /* a whole block */
@@ -585,15 +587,27 @@ static void run_pack(conv_run *t, int tr) {
       !nn_gemm_own(t->j->dt, g->nhwc ? pb : M, g->nhwc ? M : pb, K))
     return;
   t->wpk_group = wpk_group_bytes(g);
-  char *dst = (char *)t->j->ws + al64((size_t)(g->F * g->Kc) * g->esz);
-  for (int64_t gi = 0; gi < g->groups; gi++) {
+  t->wpk = (char *)t->j->ws + al64((size_t)(g->F * g->Kc) * g->esz);
+  t->pack_tr = tr;
+}
+
+/* Thread k of m packs its share of the strips of every group's weight (run_pack): channels-
+ * first op(A) = W (Fg x Kc) or W^T, channels-last op(B) = W^T or W. One pass over the weight
+ * per call, split over the threads (serial, it left the second thread waiting for 3-5% of a
+ * 1x1 convolution's time). */
+static void pack_share(const conv_run *t, int k, int m) {
+  const nn_conv_geom *g = t->g;
+  int tr = t->pack_tr, side = g->nhwc;
+  int64_t MN = tr ? g->Kc : g->Fg, K = tr ? g->Fg : g->Kc;
+  int64_t ns = nn_gemm_pack_strips(side, MN), all = g->groups * ns;
+  for (int64_t it = all * k / m; it < all * (k + 1) / m;) {
+    int64_t gi = it / ns, s0 = it % ns, s1 = s0 + (all * (k + 1) / m - it);
+    if (s1 > ns) s1 = ns;
     const char *w = t->wp + (size_t)(gi * g->Fg * g->Kc) * g->esz;
-    char *d = dst + (size_t)gi * t->wpk_group;
-    /* channels-first: op(A) = W (Fg x Kc) or W^T; channels-last: op(B) = W^T or W */
-    if (!g->nhwc) nn_gemm_pack(0, tr, tr ? g->Kc : g->Fg, tr ? g->Fg : g->Kc, w, g->Kc, d);
-    else nn_gemm_pack(1, !tr, tr ? g->Kc : g->Fg, tr ? g->Fg : g->Kc, w, g->Kc, d);
+    char *d = (char *)t->wpk + (size_t)gi * t->wpk_group;
+    nn_gemm_pack_part(side, side ? !tr : tr, MN, K, w, g->Kc, d, s0, s1);
+    it += s1 - s0;
   }
-  t->wpk = dst;
 }
 
 /* Owned ranges of item r along the outer axis: small slabs [*oa, *ob), big slabs [*ia, *ib),
@@ -810,6 +824,10 @@ static void run_items(const conv_run *t, int bwd) {
     if (j->dw) memset(s.dw, 0, (size_t)(g->F * g->Kc) * g->esz);
     if (j->dsmall_sum) memset(s.dss, 0, (size_t)g->F * g->esz);
     if (j->dbig_sum) memset(s.dbs, 0, (size_t)g->C * g->esz);
+    if (t->wpk) {
+      pack_share(t, k, m);
+#pragma omp barrier
+    }
     for (int64_t it = items * k / m; it < items * (k + 1) / m; it++) {
       if (bwd) bwd_item(t, it / t->R, it % t->R, &s);
       else fwd_item(t, it / t->R, it % t->R, &s);

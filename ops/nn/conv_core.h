@@ -167,6 +167,11 @@ void nn_gemm(opf_dtype dt, int ta, int tb, int64_t M, int64_t N, int64_t K, cons
 size_t nn_gemm_pack_bytes(int64_t MN, int64_t K);
 void nn_gemm_pack(int side, int trans, int64_t MN, int64_t K, const void *X, int64_t ld,
                   void *dst);
+/* The same packing split in strips (register-tile rows of side 0, columns of side 1): strips
+ * [s0, s1) of the nn_gemm_pack_strips(side, MN) strips, so threads can share one packing. */
+int64_t nn_gemm_pack_strips(int side, int64_t MN);
+void nn_gemm_pack_part(int side, int trans, int64_t MN, int64_t K, const void *X, int64_t ld,
+                       void *dst, int64_t s0, int64_t s1);
 /* nn_gemm by its own kernel (float32, nn_gemm_own) with op(A) and/or op(B) prepacked
  * (apk / bpk not NULL: A / B and its transpose flag are then not read). */
 void nn_gemm_pre(int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,

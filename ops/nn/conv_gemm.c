@@ -171,13 +171,16 @@ int nn_gemm_own(opf_dtype dt, int64_t M, int64_t N, int64_t K) {
          M >= 2 * GM_MR && N >= GM_NR && K >= 32;
 }
 
-void nn_gemm_pack(int side, int trans, int64_t MN, int64_t K, const void *X, int64_t ld,
-                  void *dst) {
+void nn_gemm_pack_part(int side, int trans, int64_t MN, int64_t K, const void *X, int64_t ld,
+                       void *dst, int64_t s0, int64_t s1) {
   const int64_t R = side ? GM_NR : GM_MR, Xp = padded(MN, R);
+  int64_t a = s0 * R, b = s1 * R < MN ? s1 * R : MN;
+  if (a >= b) return;
   for (int64_t p0 = 0; p0 < K; p0 += GM_KC) {
     int64_t kc = K - p0 < GM_KC ? K - p0 : GM_KC;
-    if (side) pack_b((float *)dst + p0 * Xp, X, ld, trans, p0, kc, 0, MN);
-    else pack_a((float *)dst + p0 * Xp, X, ld, trans, 0, MN, p0, kc);
+    float *d = (float *)dst + p0 * Xp + a * kc;
+    if (side) pack_b(d, X, ld, trans, p0, kc, a, b - a);
+    else pack_a(d, X, ld, trans, a, b - a, p0, kc);
   }
 }
 #else
@@ -185,11 +188,21 @@ int nn_gemm_own(opf_dtype dt, int64_t M, int64_t N, int64_t K) {
   (void)dt, (void)M, (void)N, (void)K;
   return 0;
 }
-void nn_gemm_pack(int side, int trans, int64_t MN, int64_t K, const void *X, int64_t ld,
-                  void *dst) {
-  (void)side, (void)trans, (void)MN, (void)K, (void)X, (void)ld, (void)dst;
+void nn_gemm_pack_part(int side, int trans, int64_t MN, int64_t K, const void *X, int64_t ld,
+                       void *dst, int64_t s0, int64_t s1) {
+  (void)side, (void)trans, (void)MN, (void)K, (void)X, (void)ld, (void)dst, (void)s0, (void)s1;
 }
 #endif
+
+int64_t nn_gemm_pack_strips(int side, int64_t MN) {
+  int64_t R = side ? GM_NR : GM_MR;
+  return (MN + R - 1) / R;
+}
+
+void nn_gemm_pack(int side, int trans, int64_t MN, int64_t K, const void *X, int64_t ld,
+                  void *dst) {
+  nn_gemm_pack_part(side, trans, MN, K, X, ld, dst, 0, nn_gemm_pack_strips(side, MN));
+}
 
 size_t nn_gemm_pack_bytes(int64_t MN, int64_t K) {
   return (size_t)(((MN + GM_NR - 1) / GM_NR * GM_NR + GM_NR) * K) * sizeof(float) + 64;
