@@ -655,7 +655,7 @@ static const char *small_at(const nn_conv_geom *g, const char *m, int64_t ld, in
  * dcolt = Gt W and dW += Gt^T colt. B, C: the group's rows (channels-first) or columns
  * (channels-last) of (B, ldb) and (C, ldc). */
 static void gemm_w(const conv_run *t, const conv_slot *s, int tr, int64_t gi, int64_t pb,
-                   const char *B, int64_t ldb, char *C, int64_t ldc) {
+                   const char *B, int64_t ldb, char *C, int64_t ldc, const float *bias) {
   const nn_conv_geom *g = t->g;
   opf_dtype dt = t->j->dt;
   size_t e = g->esz;
@@ -663,12 +663,13 @@ static void gemm_w(const conv_run *t, const conv_slot *s, int tr, int64_t gi, in
   int64_t M = tr ? g->Kc : g->Fg, K = tr ? g->Fg : g->Kc;
   if (t->wpk) { /* the weight packed once per call (run_pack) */
     const char *pk = t->wpk + (size_t)gi * t->wpk_group;
+    if (bias) bias += gi * M;
     if (g->nhwc)
-      nn_gemm_pre(0, !tr, pb, M, K, B + (size_t)(gi * K) * e, ldb, NULL, 0, 0.0,
-                  C + (size_t)(gi * M) * e, ldc, s->pk, NULL, pk);
+      nn_gemm_pre_bias(0, !tr, pb, M, K, B + (size_t)(gi * K) * e, ldb, NULL, 0, 0.0,
+                       C + (size_t)(gi * M) * e, ldc, s->pk, NULL, pk, bias, 0);
     else
-      nn_gemm_pre(tr, 0, M, pb, K, NULL, 0, B + (size_t)(gi * K * ldb) * e, ldb, 0.0,
-                  C + (size_t)(gi * M * ldc) * e, ldc, s->pk, pk, NULL);
+      nn_gemm_pre_bias(tr, 0, M, pb, K, NULL, 0, B + (size_t)(gi * K * ldb) * e, ldb, 0.0,
+                       C + (size_t)(gi * M * ldc) * e, ldc, s->pk, pk, NULL, bias, 1);
     return;
   }
   if (g->nhwc) {
@@ -710,7 +711,10 @@ static void fwd_item(const conv_run *t, int64_t n, int64_t r, const conv_slot *s
   const char *gn = j->dw ? (const char *)j->gsmall + (size_t)(n * g->F * g->P) * e : NULL;
   int64_t oa, ob, ia, ib, xa, xb, ld = g->nhwc ? g->F : g->P;
   item_ranges(t, r, &oa, &ob, &ia, &ib, &xa, &xb);
-  int epi = j->scale || j->shift || j->relu;
+  /* the bias in the packed kernel's stores (float32 only: wpk) when no scale comes first */
+  const float *fb = t->wpk && j->shift && !j->scale ? (const float *)j->shift : NULL;
+  const void *shift = fb ? NULL : j->shift;
+  int epi = j->scale || shift || j->relu;
   for (int64_t b0 = oa * g->Pin; b0 < ob * g->Pin; b0 += g->cols) {
     int64_t b1 = b0 + g->cols < ob * g->Pin ? b0 + g->cols : ob * g->Pin, pb = b1 - b0, ldc = 0;
     /* depthwise products are direct: a col block only for a weight gradient */
@@ -719,8 +723,8 @@ static void fwd_item(const conv_run *t, int64_t n, int64_t r, const conv_slot *s
       char *yb = (char *)small_at(g, yn, ld, b0);
       if (g->dwise) t->k->dw_fwd(yb, ld, bn, t->wp, g, b0, b1);
       else
-        for (int64_t gi = 0; gi < g->groups; gi++) gemm_w(t, s, 0, gi, pb, col, ldc, yb, ld);
-      if (epi) t->k->epi(yn, ld, b0, pb, g->F, g->nhwc, j->scale, j->shift, j->relu);
+        for (int64_t gi = 0; gi < g->groups; gi++) gemm_w(t, s, 0, gi, pb, col, ldc, yb, ld, fb);
+      if (epi) t->k->epi(yn, ld, b0, pb, g->F, g->nhwc, j->scale, shift, j->relu);
     }
     if (gn)
       for (int64_t gi = 0; gi < g->groups; gi++)
@@ -784,7 +788,7 @@ static void bwd_item(const conv_run *t, int64_t n, int64_t r, const conv_slot *s
     int64_t ldc = g->nhwc ? g->Kall : x1 - x0;
     if (g->fast) /* the data gradient is its own col block */
       col = dxn + (size_t)(g->nhwc ? x0 * g->C : x0) * e, ldc = g->nhwc ? g->C : g->S;
-    for (int64_t gi = 0; gi < g->groups; gi++) gemm_w(t, s, 1, gi, x1 - x0, Gx, ldg, col, ldc);
+    for (int64_t gi = 0; gi < g->groups; gi++) gemm_w(t, s, 1, gi, x1 - x0, Gx, ldg, col, ldc, NULL);
     if (!g->fast) k->col2im[g->nhwc](dxn, col, ldc, g, x0, x1, ia, ib, NULL);
   }
   if (j->bigshift && dxn && ia < ib)

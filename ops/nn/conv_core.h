@@ -177,6 +177,11 @@ void nn_gemm_pack_part(int side, int trans, int64_t MN, int64_t K, const void *X
 void nn_gemm_pre(int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
                  const void *B, int64_t ldb, double beta, void *C, int64_t ldc, void *ws,
                  const void *apk, const void *bpk);
+/* ... and a bias added in the kernel's stores (no second pass over C): C = op(A) op(B) +
+ * beta C + bias, bias[j] per column (brow 0: N entries) or bias[i] per row (brow 1: M). */
+void nn_gemm_pre_bias(int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A,
+                      int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc,
+                      void *ws, const void *apk, const void *bpk, const float *bias, int brow);
 
 /* ---- naive references (double accumulation, one element at a time) ---- */
 /* small[n, f, o] = b[f] + sum_{c, t} big[n, c, o*s - p + t*d] w[f, c, t] */
