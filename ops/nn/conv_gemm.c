@@ -88,22 +88,23 @@ __attribute__((target("avx512f"))) static void pack_b(float *restrict bp, const 
   }
 }
 
-/* C tile (mr x nr valid, ldc apart) = acc + beta C (+ bias) when first (beta 0: C not read),
- * else C += acc; bias (NULL: none) the tile's first column's (brow 0: one per column) or first
- * row's (brow 1: one per row) entry; acc = sum over kc of the packed strips' outer products. */
-__attribute__((target("avx512f"))) static void micro(int64_t kc, const float *restrict a,
-                                                     const float *restrict b, float *restrict c,
-                                                     int64_t ldc, int64_t mr, int64_t nr,
-                                                     int first, float beta, const float *bias,
-                                                     int brow) {
+/* acc = sum over kc of the outer products of an op(A) strip and a packed op(B) strip: op(A)
+ * element (i, k) at a[k*ka + i*ia], a packed strip (ka MR, ia 1) or MR rows of a row-major
+ * A read in place (ka 1, ia lda); then the C tile (mr x nr valid, ldc apart) = acc + beta C
+ * (+ bias) when first (beta 0: C not read), else C += acc; bias (NULL: none) the tile's first
+ * column's (brow 0: one per column) or first row's (brow 1: one per row) entry. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+micro_at(int64_t kc, const float *restrict a, int64_t ka, int64_t ia, const float *restrict b,
+         float *restrict c, int64_t ldc, int64_t mr, int64_t nr, int first, float beta,
+         const float *bias, int brow) {
   __m512 acc[GM_MR][2];
   for (int i = 0; i < GM_MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   for (int64_t k = 0; k < kc; k++) {
     __m512 b0 = _mm512_load_ps(b + k * GM_NR), b1 = _mm512_load_ps(b + k * GM_NR + 16);
-    const float *ak = a + k * GM_MR;
+    const float *ak = a + k * ka;
 #pragma GCC unroll 14
     for (int i = 0; i < GM_MR; i++) {
-      __m512 ai = _mm512_set1_ps(ak[i]);
+      __m512 ai = _mm512_set1_ps(ak[i * ia]);
       acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
       acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
     }
@@ -145,6 +146,24 @@ __attribute__((target("avx512f"))) static void micro(int64_t kc, const float *re
   }
 }
 
+__attribute__((target("avx512f"))) static void micro(int64_t kc, const float *restrict a,
+                                                     const float *restrict b, float *restrict c,
+                                                     int64_t ldc, int64_t mr, int64_t nr,
+                                                     int first, float beta, const float *bias,
+                                                     int brow) {
+  micro_at(kc, a, GM_MR, 1, b, c, ldc, mr, nr, first, beta, bias, brow);
+}
+
+/* The same on MR whole rows of A in place (lda apart): no packing of op(A) when A is not
+ * transposed (a channels-last convolution's positions: packing was 3% of a 1x1's time). */
+__attribute__((target("avx512f"))) static void micro_rows(int64_t kc, const float *restrict a,
+                                                          int64_t lda, const float *restrict b,
+                                                          float *restrict c, int64_t ldc,
+                                                          int64_t nr, int first, float beta,
+                                                          const float *bias, int brow) {
+  micro_at(kc, a, 1, lda, b, c, ldc, GM_MR, nr, first, beta, bias, brow);
+}
+
 /* A prepacked operand (nn_gemm_pack): KC blocks one after another, each the whole operand's
  * strips (rows padded to a multiple of the strip width). */
 static int64_t padded(int64_t n, int64_t r) { return (n + r - 1) / r * r; }
@@ -155,6 +174,9 @@ static void sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *
   float *bp = (float *)(((uintptr_t)ws + 63) & ~(uintptr_t)63);
   float *ap = bp + GM_KC * GM_NC;
   const int64_t Mp = padded(M, GM_MR), Np = padded(N, GM_NR);
+  /* op(A) = A read in place by whole strips (the last partial one packed), unless its rows
+   * 2 KiB apart or a multiple of that put more than 4 of a strip's 14 rows in one L1 set */
+  const int direct = !apk && !ta && lda % 512 != 0;
   for (int64_t j0 = 0; j0 < N; j0 += GM_NC) {
     int64_t nc = N - j0 < GM_NC ? N - j0 : GM_NC;
     for (int64_t p0 = 0; p0 < K; p0 += GM_KC) {
@@ -162,14 +184,22 @@ static void sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *
       if (bpk) bp = (float *)bpk + p0 * Np + j0 * kc;
       else pack_b(bp, B, ldb, tb, p0, kc, j0, nc);
       for (int64_t i0 = 0; i0 < M; i0 += GM_MC) {
-        int64_t mc = M - i0 < GM_MC ? M - i0 : GM_MC;
+        int64_t mc = M - i0 < GM_MC ? M - i0 : GM_MC, mf = direct ? mc - mc % GM_MR : 0;
         if (apk) ap = (float *)apk + p0 * Mp + i0 * kc;
-        else pack_a(ap, A, lda, ta, i0, mc, p0, kc);
-        for (int64_t js = 0; js < nc; js += GM_NR)
-          for (int64_t is = 0; is < mc; is += GM_MR)
-            micro(kc, ap + is * kc, bp + js * kc, C + (i0 + is) * ldc + j0 + js, ldc,
-                  mc - is < GM_MR ? mc - is : GM_MR, nc - js < GM_NR ? nc - js : GM_NR,
-                  p0 == 0, beta, bias ? bias + (brow ? i0 + is : j0 + js) : NULL, brow);
+        else if (mf < mc) pack_a(ap + mf * kc, A, lda, ta, i0 + mf, mc - mf, p0, kc);
+        for (int64_t js = 0; js < nc; js += GM_NR) {
+          int64_t nr = nc - js < GM_NR ? nc - js : GM_NR;
+          for (int64_t is = 0; is < mc; is += GM_MR) {
+            float *c = C + (i0 + is) * ldc + j0 + js;
+            const float *bi = bias ? bias + (brow ? i0 + is : j0 + js) : NULL;
+            if (is < mf)
+              micro_rows(kc, A + (i0 + is) * lda + p0, lda, bp + js * kc, c, ldc, nr, p0 == 0,
+                         beta, bi, brow);
+            else
+              micro(kc, ap + is * kc, bp + js * kc, c, ldc, mc - is < GM_MR ? mc - is : GM_MR, nr,
+                    p0 == 0, beta, bi, brow);
+          }
+        }
       }
     }
   }
