@@ -284,12 +284,14 @@ static void test_backward_blocked(void **state) {
 /* The convolutions' own float32 GEMM (conv_gemm.c) against a double-precision product on
  * sizes that cross every blocking boundary (register tile 14 x 32, KC 256, MC 224, NC 1024),
  * each transpose, beta 0 (C never read: prefilled with NaN), 1 and 0.5, leading dimensions
- * wider than the matrices; an operand prepacked whole and by strip ranges, a bias per row or
- * per column in the kernel's stores. On a CPU without AVX-512 this checks the OpenBLAS fallback. */
+ * wider than the matrices (op(A) read in place, or packed when its rows are 2 KiB apart); an
+ * operand prepacked whole and by strip ranges; a bias per row or per column in the kernel's
+ * stores. On a CPU without AVX-512 this checks the OpenBLAS fallback. */
 static void test_gemm_own(void **state) {
   (void)state;
   static const int64_t sizes[][3] = {{15, 33, 257}, {14, 32, 256}, {225, 1025, 300}, {64, 64, 64},
-                                     {229, 47, 513}, {5, 1100, 30}};
+                                     {229, 47, 513}, {5, 1100, 30},
+                                     {30, 64, 509}}; /* lda 512: op(A) packed, not in place */
   void *ws = opf_alloc(nn_gemm_ws_bytes());
   int own = 0;
   opf_rng rng;
