@@ -3,9 +3,11 @@
  * environment's OPENBLAS_CORETYPE), about half of what this CPU's 512-bit FMAs give, and the
  * GEMM-bound convolutions (1x1, strided, Winograd's batched products) were 1.3-2x slower than
  * oneDNN's AVX-512 code for that reason alone. Goto/BLIS structure: op(B) packed in KC x NC
- * blocks of NR-wide strips, op(A) in MC x KC blocks of MR-tall strips, a 14 x 32 register
- * tile (28 zmm accumulators) per micro-kernel call. Everything else (float64, CPUs without
- * AVX-512, tiny products, no scratch) goes to lin_gemm (OpenBLAS). */
+ * blocks of NR-wide strips, op(A) in MC x KC blocks of MR-tall strips (or, not transposed,
+ * read in place by whole strips), a 14 x 32 register tile (28 zmm accumulators) per
+ * micro-kernel call, stored with plain (unmasked) stores where the tile is full width, a bias
+ * optionally added in those stores. Everything else (float64, CPUs without AVX-512, tiny
+ * products, no scratch) goes to lin_gemm (OpenBLAS). */
 #include "conv_core.h"
 #include "linalg/linalg.h"
 
