@@ -502,6 +502,7 @@ typedef struct conv_run {
   size_t wpk_group;  /* bytes per group of wpk */
   char *slots;
   size_t slot_bytes;
+  int pack_tr;       /* the weight packing run_items does first (run_pack): tr of gemm_w */
   int nt;            /* threads */
   int64_t R;         /* work items per image */
 } conv_run;
@@ -569,15 +570,16 @@ static void run_init(conv_run *t, const nn_conv_job *j, const void *wscale) {
   t->R = nt / gcd64(g->N, nt);
   t->wp = j->w;
   t->wpk = NULL;
-  if (j->w && (g->nhwc || wscale)) {
+  if (j->w && ((g->nhwc && g->KK > 1) || wscale)) { /* channels-last 1x1: already in order */
     t->k->wprep(j->ws, j->w, g, wscale, 0);
     t->wp = j->ws;
   }
 }
 
-/* Packs each group's weight once for the products gemm_w runs with it on every block (tr as
- * there), when nn_gemm's own kernel serves them: float32 AVX-512, not the hand-written small
- * products, not depthwise. Serial: one pass over the weight per call. */
+/* Plans the packing of each group's weight once for the products gemm_w runs with it on every
+ * block (tr as there), when nn_gemm's own kernel serves them: float32 AVX-512, not the
+ * hand-written small products, not depthwise. The threads of run_items share the packing
+ * (pack_share). */
 static void run_pack(conv_run *t, int tr) {
   const nn_conv_geom *g = t->g;
   int64_t M = tr ? g->Kc : g->Fg, K = tr ? g->Fg : g->Kc, pb = g->cols; /* a whole block */
@@ -585,15 +587,27 @@ static void run_pack(conv_run *t, int tr) {
       !nn_gemm_own(t->j->dt, g->nhwc ? pb : M, g->nhwc ? M : pb, K))
     return;
   t->wpk_group = wpk_group_bytes(g);
-  char *dst = (char *)t->j->ws + al64((size_t)(g->F * g->Kc) * g->esz);
-  for (int64_t gi = 0; gi < g->groups; gi++) {
+  t->wpk = (char *)t->j->ws + al64((size_t)(g->F * g->Kc) * g->esz);
+  t->pack_tr = tr;
+}
+
+/* Thread k of m packs its share of the strips of every group's weight (run_pack): channels-
+ * first op(A) = W (Fg x Kc) or W^T, channels-last op(B) = W^T or W. One pass over the weight
+ * per call, split over the threads (serial, it left the second thread waiting for 3-5% of a
+ * 1x1 convolution's time). */
+static void pack_share(const conv_run *t, int k, int m) {
+  const nn_conv_geom *g = t->g;
+  int tr = t->pack_tr, side = g->nhwc;
+  int64_t MN = tr ? g->Kc : g->Fg, K = tr ? g->Fg : g->Kc;
+  int64_t ns = nn_gemm_pack_strips(side, MN), all = g->groups * ns;
+  for (int64_t it = all * k / m; it < all * (k + 1) / m;) {
+    int64_t gi = it / ns, s0 = it % ns, s1 = s0 + (all * (k + 1) / m - it);
+    if (s1 > ns) s1 = ns;
     const char *w = t->wp + (size_t)(gi * g->Fg * g->Kc) * g->esz;
-    char *d = dst + (size_t)gi * t->wpk_group;
-    /* channels-first: op(A) = W (Fg x Kc) or W^T; channels-last: op(B) = W^T or W */
-    if (!g->nhwc) nn_gemm_pack(0, tr, tr ? g->Kc : g->Fg, tr ? g->Fg : g->Kc, w, g->Kc, d);
-    else nn_gemm_pack(1, !tr, tr ? g->Kc : g->Fg, tr ? g->Fg : g->Kc, w, g->Kc, d);
+    char *d = (char *)t->wpk + (size_t)gi * t->wpk_group;
+    nn_gemm_pack_part(side, side ? !tr : tr, MN, K, w, g->Kc, d, s0, s1);
+    it += s1 - s0;
   }
-  t->wpk = dst;
 }
 
 /* Owned ranges of item r along the outer axis: small slabs [*oa, *ob), big slabs [*ia, *ib),
@@ -641,7 +655,7 @@ static const char *small_at(const nn_conv_geom *g, const char *m, int64_t ld, in
  * dcolt = Gt W and dW += Gt^T colt. B, C: the group's rows (channels-first) or columns
  * (channels-last) of (B, ldb) and (C, ldc). */
 static void gemm_w(const conv_run *t, const conv_slot *s, int tr, int64_t gi, int64_t pb,
-                   const char *B, int64_t ldb, char *C, int64_t ldc) {
+                   const char *B, int64_t ldb, char *C, int64_t ldc, const float *bias) {
   const nn_conv_geom *g = t->g;
   opf_dtype dt = t->j->dt;
   size_t e = g->esz;
@@ -649,12 +663,13 @@ static void gemm_w(const conv_run *t, const conv_slot *s, int tr, int64_t gi, in
   int64_t M = tr ? g->Kc : g->Fg, K = tr ? g->Fg : g->Kc;
   if (t->wpk) { /* the weight packed once per call (run_pack) */
     const char *pk = t->wpk + (size_t)gi * t->wpk_group;
+    if (bias) bias += gi * M;
     if (g->nhwc)
-      nn_gemm_pre(0, !tr, pb, M, K, B + (size_t)(gi * K) * e, ldb, NULL, 0, 0.0,
-                  C + (size_t)(gi * M) * e, ldc, s->pk, NULL, pk);
+      nn_gemm_pre_bias(0, !tr, pb, M, K, B + (size_t)(gi * K) * e, ldb, NULL, 0, 0.0,
+                       C + (size_t)(gi * M) * e, ldc, s->pk, NULL, pk, bias, 0);
     else
-      nn_gemm_pre(tr, 0, M, pb, K, NULL, 0, B + (size_t)(gi * K * ldb) * e, ldb, 0.0,
-                  C + (size_t)(gi * M * ldc) * e, ldc, s->pk, pk, NULL);
+      nn_gemm_pre_bias(tr, 0, M, pb, K, NULL, 0, B + (size_t)(gi * K * ldb) * e, ldb, 0.0,
+                       C + (size_t)(gi * M * ldc) * e, ldc, s->pk, pk, NULL, bias, 1);
     return;
   }
   if (g->nhwc) {
@@ -696,7 +711,10 @@ static void fwd_item(const conv_run *t, int64_t n, int64_t r, const conv_slot *s
   const char *gn = j->dw ? (const char *)j->gsmall + (size_t)(n * g->F * g->P) * e : NULL;
   int64_t oa, ob, ia, ib, xa, xb, ld = g->nhwc ? g->F : g->P;
   item_ranges(t, r, &oa, &ob, &ia, &ib, &xa, &xb);
-  int epi = j->scale || j->shift || j->relu;
+  /* the bias in the packed kernel's stores (float32 only: wpk) when no scale comes first */
+  const float *fb = t->wpk && j->shift && !j->scale ? (const float *)j->shift : NULL;
+  const void *shift = fb ? NULL : j->shift;
+  int epi = j->scale || shift || j->relu;
   for (int64_t b0 = oa * g->Pin; b0 < ob * g->Pin; b0 += g->cols) {
     int64_t b1 = b0 + g->cols < ob * g->Pin ? b0 + g->cols : ob * g->Pin, pb = b1 - b0, ldc = 0;
     /* depthwise products are direct: a col block only for a weight gradient */
@@ -705,8 +723,8 @@ static void fwd_item(const conv_run *t, int64_t n, int64_t r, const conv_slot *s
       char *yb = (char *)small_at(g, yn, ld, b0);
       if (g->dwise) t->k->dw_fwd(yb, ld, bn, t->wp, g, b0, b1);
       else
-        for (int64_t gi = 0; gi < g->groups; gi++) gemm_w(t, s, 0, gi, pb, col, ldc, yb, ld);
-      if (epi) t->k->epi(yn, ld, b0, pb, g->F, g->nhwc, j->scale, j->shift, j->relu);
+        for (int64_t gi = 0; gi < g->groups; gi++) gemm_w(t, s, 0, gi, pb, col, ldc, yb, ld, fb);
+      if (epi) t->k->epi(yn, ld, b0, pb, g->F, g->nhwc, j->scale, shift, j->relu);
     }
     if (gn)
       for (int64_t gi = 0; gi < g->groups; gi++)
@@ -770,7 +788,7 @@ static void bwd_item(const conv_run *t, int64_t n, int64_t r, const conv_slot *s
     int64_t ldc = g->nhwc ? g->Kall : x1 - x0;
     if (g->fast) /* the data gradient is its own col block */
       col = dxn + (size_t)(g->nhwc ? x0 * g->C : x0) * e, ldc = g->nhwc ? g->C : g->S;
-    for (int64_t gi = 0; gi < g->groups; gi++) gemm_w(t, s, 1, gi, x1 - x0, Gx, ldg, col, ldc);
+    for (int64_t gi = 0; gi < g->groups; gi++) gemm_w(t, s, 1, gi, x1 - x0, Gx, ldg, col, ldc, NULL);
     if (!g->fast) k->col2im[g->nhwc](dxn, col, ldc, g, x0, x1, ia, ib, NULL);
   }
   if (j->bigshift && dxn && ia < ib)
@@ -810,6 +828,10 @@ static void run_items(const conv_run *t, int bwd) {
     if (j->dw) memset(s.dw, 0, (size_t)(g->F * g->Kc) * g->esz);
     if (j->dsmall_sum) memset(s.dss, 0, (size_t)g->F * g->esz);
     if (j->dbig_sum) memset(s.dbs, 0, (size_t)g->C * g->esz);
+    if (t->wpk) {
+      pack_share(t, k, m);
+#pragma omp barrier
+    }
     for (int64_t it = items * k / m; it < items * (k + 1) / m; it++) {
       if (bwd) bwd_item(t, it / t->R, it % t->R, &s);
       else fwd_item(t, it / t->R, it % t->R, &s);

@@ -167,11 +167,21 @@ void nn_gemm(opf_dtype dt, int ta, int tb, int64_t M, int64_t N, int64_t K, cons
 size_t nn_gemm_pack_bytes(int64_t MN, int64_t K);
 void nn_gemm_pack(int side, int trans, int64_t MN, int64_t K, const void *X, int64_t ld,
                   void *dst);
+/* The same packing split in strips (register-tile rows of side 0, columns of side 1): strips
+ * [s0, s1) of the nn_gemm_pack_strips(side, MN) strips, so threads can share one packing. */
+int64_t nn_gemm_pack_strips(int side, int64_t MN);
+void nn_gemm_pack_part(int side, int trans, int64_t MN, int64_t K, const void *X, int64_t ld,
+                       void *dst, int64_t s0, int64_t s1);
 /* nn_gemm by its own kernel (float32, nn_gemm_own) with op(A) and/or op(B) prepacked
  * (apk / bpk not NULL: A / B and its transpose flag are then not read). */
 void nn_gemm_pre(int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
                  const void *B, int64_t ldb, double beta, void *C, int64_t ldc, void *ws,
                  const void *apk, const void *bpk);
+/* ... and a bias added in the kernel's stores (no second pass over C): C = op(A) op(B) +
+ * beta C + bias, bias[j] per column (brow 0: N entries) or bias[i] per row (brow 1: M). */
+void nn_gemm_pre_bias(int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A,
+                      int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc,
+                      void *ws, const void *apk, const void *bpk, const float *bias, int brow);
 
 /* ---- naive references (double accumulation, one element at a time) ---- */
 /* small[n, f, o] = b[f] + sum_{c, t} big[n, c, o*s - p + t*d] w[f, c, t] */

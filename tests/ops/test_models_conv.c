@@ -284,11 +284,14 @@ static void test_backward_blocked(void **state) {
 /* The convolutions' own float32 GEMM (conv_gemm.c) against a double-precision product on
  * sizes that cross every blocking boundary (register tile 14 x 32, KC 256, MC 224, NC 1024),
  * each transpose, beta 0 (C never read: prefilled with NaN), 1 and 0.5, leading dimensions
- * wider than the matrices. On a CPU without AVX-512 this checks the OpenBLAS fallback. */
+ * wider than the matrices (op(A) read in place, or packed when its rows are 2 KiB apart); an
+ * operand prepacked whole and by strip ranges; a bias per row or per column in the kernel's
+ * stores. On a CPU without AVX-512 this checks the OpenBLAS fallback. */
 static void test_gemm_own(void **state) {
   (void)state;
   static const int64_t sizes[][3] = {{15, 33, 257}, {14, 32, 256}, {225, 1025, 300}, {64, 64, 64},
-                                     {229, 47, 513}, {5, 1100, 30}};
+                                     {229, 47, 513}, {5, 1100, 30},
+                                     {30, 64, 509}}; /* lda 512: op(A) packed, not in place */
   void *ws = opf_alloc(nn_gemm_ws_bytes());
   int own = 0;
   opf_rng rng;
@@ -317,13 +320,28 @@ static void test_gemm_own(void **state) {
           }
         own |= nn_gemm_own(OPF_F32, M, N, K);
         float *C0 = opf_alloc(sizeof(float) * (size_t)(M * ldc)), *pk = NULL;
+        float *Cin = opf_alloc(sizeof(float) * (size_t)(M * ldc));
+        float *C1 = opf_alloc(sizeof(float) * (size_t)(M * ldc));
         memcpy(C0, C, sizeof(float) * (size_t)(M * ldc));
+        memcpy(Cin, C, sizeof(float) * (size_t)(M * ldc));
         nn_gemm(OPF_F32, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, ws);
         if (nn_gemm_own(OPF_F32, M, N, K)) { /* A or B packed once: the same product */
           int side = (int)(z + (size_t)tr) % 2;
-          pk = opf_alloc(nn_gemm_pack_bytes(side ? N : M, K));
+          int64_t MN = side ? N : M, ns = nn_gemm_pack_strips(side, MN);
+          size_t pkb = nn_gemm_pack_bytes(MN, K);
+          pk = opf_alloc(pkb);
+          float *pk2 = opf_alloc(pkb);
+          memset(pk, 0, pkb), memset(pk2, 0, pkb);
           if (side) nn_gemm_pack(1, tb, N, K, B, ldb, pk);
           else nn_gemm_pack(0, ta, M, K, A, lda, pk);
+          /* the same packing in three uneven strip ranges (threads sharing it) */
+          for (int part = 0; part < 3; part++)
+            nn_gemm_pack_part(side, side ? tb : ta, MN, K, side ? (const void *)B : A,
+                              side ? ldb : lda, pk2, part * ns / 3 + (part > 0),
+                              part == 2 ? ns : (part + 1) * ns / 3 + 1);
+          if (memcmp(pk, pk2, pkb)) fail_msg("gemm %lldx%lldx%lld: packing by strip ranges differs",
+                                             (long long)M, (long long)N, (long long)K);
+          opf_free(pk2);
           nn_gemm_pre(ta, tb, M, N, K, A, lda, B, ldb, beta, C0, ldc, ws, side ? NULL : pk,
                       side ? pk : NULL);
           for (int64_t i = 0; i < M * ldc; i++)
@@ -331,9 +349,30 @@ static void test_gemm_own(void **state) {
               fail_msg("gemm %lldx%lldx%lld ta=%d tb=%d: prepacked %s gives %.8g at %lld, not %.8g",
                        (long long)M, (long long)N, (long long)K, ta, tb, side ? "B" : "A", C0[i],
                        (long long)i, C[i]);
+          /* a bias in the kernel's stores, per column then per row, added once whatever
+           * the number of K blocks */
+          for (int brow = 0; brow < 2; brow++) {
+            float *bias = opf_alloc(sizeof(float) * (size_t)(brow ? M : N));
+            for (int64_t i = 0; i < (brow ? M : N); i++) bias[i] = (float)(i % 7) - 3.25f;
+            memcpy(C1, Cin, sizeof(float) * (size_t)(M * ldc));
+            nn_gemm_pre_bias(ta, tb, M, N, K, A, lda, B, ldb, beta, C1, ldc, ws,
+                             side ? NULL : pk, side ? pk : NULL, bias, brow);
+            for (int64_t i = 0; i < M; i++)
+              for (int64_t j = 0; j < ldc; j++) {
+                double want = j < N ? R[i * N + j] + bias[brow ? i : j] : Cin[i * ldc + j];
+                if (j >= N ? memcmp(&C1[i * ldc + j], &Cin[i * ldc + j], sizeof(float))
+                           : !(fabs(C1[i * ldc + j] - want) <= 1e-5 * sqrt((double)K) + 1e-5))
+                  fail_msg("gemm %lldx%lldx%lld ta=%d tb=%d beta=%g bias %s: C[%lld,%lld] = "
+                           "%.8g, expected %.8g",
+                           (long long)M, (long long)N, (long long)K, ta, tb, beta,
+                           brow ? "per row" : "per column", (long long)i, (long long)j,
+                           C1[i * ldc + j], want);
+              }
+            opf_free(bias);
+          }
           opf_free(pk);
         }
-        opf_free(C0);
+        opf_free(C0), opf_free(C1), opf_free(Cin);
         for (int64_t i = 0; i < M; i++)
           for (int64_t j = 0; j < N; j++)
             if (!(fabs(C[i * ldc + j] - R[i * N + j]) <= 1e-5 * sqrt((double)K) + 1e-6))
@@ -383,6 +422,14 @@ static void test_float32_paths(void **state) {
       {"conv2d_transpose", "x=3x40x7x9 filters=36 kernel=4 stride=2 pad=1"},
       {"conv2d_transpose", "x=1x7x9x40 filters=36 kernel=4 stride=2 pad=1 layout=NHWC"},
       {"conv2d", "x=2x20x22x32 filters=40 kernel=3 pad=1 layout=NHWC"},
+      /* 1x1 through nn_gemm's kernel with the weight packed by the threads together and the
+       * bias in its stores: M, N and K remainders of the 14 x 32 tile and of KC 256 (63
+       * positions, 70 filters, 300 channels), both layouts, bias on and off, with relu */
+      {"conv2d", "x=2x9x7x300 filters=70 kernel=1 layout=NHWC"},
+      {"conv2d", "x=2x9x7x300 filters=70 kernel=1 layout=NHWC b=none"},
+      {"conv2d", "x=3x300x9x7 filters=70 kernel=1"},
+      {"conv2d", "x=1x300x9x7 filters=70 kernel=1 b=none"},
+      {"conv2d_bias_relu", "x=1x9x15x40 filters=96 kernel=1 layout=NHWC"},
       /* the fused operators' Winograd path: epilogue, relu mask, scaled weight, gy sums */
       {"conv2d_bias_relu", "x=3x17x13x11 filters=19 kernel=3 pad=1"},
       {"conv2d_bias_relu", "x=1x13x11x17 filters=20 kernel=3 pad=1 layout=NHWC"},
@@ -409,6 +456,15 @@ static void test_float32_paths(void **state) {
       omp_set_num_threads(threads);
       check_f32(cases[k][0], cases[k][1], NN_ALGO_AUTO);
       if (!strncmp(cases[k][0], "conv3d", 6)) check_f32(cases[k][0], cases[k][1], NN_ALGO_FAST);
+    }
+  /* groups by the core: each group's bias, the packing's strip ranges across groups (9 and
+   * 21 strips over 2 threads) */
+  static const char *grouped[] = {"x=2x7x9x192 filters=288 kernel=1 groups=3 layout=NHWC",
+                                  "x=1x192x7x9 filters=288 kernel=1 groups=3"};
+  for (size_t k = 0; k < sizeof grouped / sizeof *grouped; k++)
+    for (int threads = 1; threads <= 2; threads++) {
+      omp_set_num_threads(threads);
+      check_f32("conv2d", grouped[k], NN_ALGO_CORE);
     }
   omp_set_num_threads(saved);
 }
