@@ -219,6 +219,16 @@ VM_INLINE double rc_ptrs_try(const rc_ptrs *p, uint64_t key, int64_t k, int j0, 
   return res;
 }
 
+/* The squeeze of one PTRS attempt alone (draws j, j+1), without logarithms: the candidate, and
+ * *ok when the squeeze accepts it (about 2/3 of attempts at lam 100). RC_PTRS_ATTEMPT decides
+ * the same for those and runs the full test for the others. */
+VM_INLINE double rc_ptrs_squeeze(const rc_ptrs *p, uint64_t key, int64_t k, int j, int64_t *ok) {
+  const double U = rc_u01o(rc_bits(key, k, j)) - 0.5, V = rc_u01(rc_bits(key, k, j + 1));
+  const double us = 0.5 - fabs(U);
+  *ok = (us >= 0.07) & (V <= p->vr);
+  return rc_floor((2.0 * p->a / us + p->b) * U + p->lam + 0.43);
+}
+
 static inline double rc_poisson_draw(double lam, opf_rng *r, int64_t k, int j0) {
   if (lam < RC_PTRS_MIN) {
     double u = rc_u01(rc_draw(r, k, j0)), pk = exp(-lam), s = pk;

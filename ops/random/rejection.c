@@ -7,8 +7,23 @@
  * an accept decision with probability around 1e-15). Small-lam poisson is a vectorised count
  * over the CDF table instead. */
 #include "random/rand_common.h"
+#include "unary/vlibm.h"
 
-#define RJ_BLOCK 256 /* elements per block: the per-block buffers stay in L1 */
+#define RJ_BLOCK 512 /* elements per block: the per-block buffers stay in L1 */
+
+/* The length m > 0 of a list of elements k (and x, when given) rounded up to RJ_LANES by
+ * repeating its last entry (k and x need room for it), for the vector loops over gathered
+ * elements: a scalar remainder costs about as much per element as a whole vector iteration,
+ * and the lists of rejected elements are short. The extra lanes' results go unused. */
+#define RJ_LANES 8
+static inline int64_t rj_pad(int64_t m, int64_t *k, double *x) {
+  const int64_t m8 = (m + RJ_LANES - 1) & -(int64_t)RJ_LANES;
+  for (int64_t t = m; t < m8; t++) {
+    k[t] = k[m - 1];
+    if (x) x[t] = x[m - 1];
+  }
+  return m8;
+}
 
 /* Samples of elements [k0, k0 + n) into v (n <= RJ_BLOCK); r draws for the scalar rest. */
 typedef void (*rj_fill_fn)(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, double *v);
@@ -147,51 +162,78 @@ OPF_VEC static void pois_invert_block(const pois_tab *restrict t, uint64_t key, 
   }
 }
 
-/* PTRS vector attempts for a block (squeeze and full test); ok[i] when one accepted. */
-OPF_VEC static void pois_ptrs_block(const rc_ptrs *restrict p, uint64_t key, int64_t k0,
-                                    int64_t n, double *restrict v, int64_t *restrict ok) {
-  const rc_ptrs pv = *p;
-  for (int64_t i = 0; i < n; i++) v[i] = rc_ptrs_try(&pv, key, k0 + i, 0, &ok[i]);
+/* ---- PTRS in stages over a list of m elements k[t] (draws from j0), each stage in vector
+ * lanes over the elements the previous ones left: 0, the squeeze of attempt 0 alone (no
+ * logarithm: at lam 100 it settles 2/3 of the elements); 1, the full test of attempt 0 (85%
+ * of elements accepted by then); 2 and 3, the same for attempt 1 (98%); 4, attempts 2 and 3;
+ * the scalar sampler for what remains. The rate is p's (one for all: poisson) or lam[t] per
+ * element (negative_binomial: the constants built per lane). The first accepted attempt wins,
+ * so the samples are those of rc_poisson_draw. ---- */
+#define PTRS_STAGES 5
+VM_INLINE double ptrs_lane(const rc_ptrs *p, uint64_t key, int64_t k, int j0, int stage, int64_t *ok) {
+  const int j = j0 + 2 * (stage / 2); /* the attempt's first draw */
+  if (stage == 4) return rc_ptrs_try(p, key, k, j, ok);
+  if (!(stage & 1)) return rc_ptrs_squeeze(p, key, k, j, ok);
+  const double U = rc_u01o(rc_bits(key, k, j)) - 0.5, V = rc_u01(rc_bits(key, k, j + 1));
+  return RC_PTRS_ATTEMPT(p, U, V, ok, rc_floor, vm_log, rc_logfact);
 }
-
-/* PTRS attempts 2 and 3 (draws 4..7) in vector lanes for the m elements k[t] the first two
- * rejected, gathered by the caller; ok[t] when one accepted (the first wins). */
-OPF_VEC static void pois_ptrs_retry_block(const rc_ptrs *restrict p, uint64_t key,
-                                          const int64_t *restrict k, int64_t m,
-                                          double *restrict v, int64_t *restrict ok) {
-  const rc_ptrs pv = *p;
-  for (int64_t t = 0; t < m; t++) {
-    double res = 0;
-    int64_t acc = 0;
-#pragma GCC unroll 2
-    for (int i = 2; i < 4; i++) {
-      const double U = rc_u01o(rc_bits(key, k[t], 2 * i)) - 0.5, V = rc_u01(rc_bits(key, k[t], 2 * i + 1));
-      int64_t a;
-      const double x = RC_PTRS_ATTEMPT(&pv, U, V, &a, rc_floor, vm_log, rc_logfact);
-      res = vm_seld(vm_mask64(acc), res, x);
-      acc |= a;
-    }
-    v[t] = res, ok[t] = acc;
+#define PTRS_BLOCK(STAGE)                                                                     \
+  OPF_VEC static void ptrs_block##STAGE(const rc_ptrs *restrict p, const double *restrict lam,  \
+                                        uint64_t key, const int64_t *restrict k, int64_t m,      \
+                                        int j0, double *restrict v, int64_t *restrict ok) {      \
+    if (lam)                                                                                  \
+      for (int64_t t = 0; t < m; t++) {                                                       \
+        const rc_ptrs q = RC_PTRS_MAKE(lam[t], VM_SQRT, vm_log);                              \
+        v[t] = ptrs_lane(&q, key, k[t], j0, STAGE, &ok[t]);                                   \
+      }                                                                                       \
+    else {                                                                                    \
+      const rc_ptrs pv = *p; /* constants in registers */                                    \
+      for (int64_t t = 0; t < m; t++) v[t] = ptrs_lane(&pv, key, k[t], j0, STAGE, &ok[t]);    \
+    }                                                                                         \
   }
+PTRS_BLOCK(0)
+PTRS_BLOCK(1)
+PTRS_BLOCK(2)
+PTRS_BLOCK(3)
+PTRS_BLOCK(4)
+typedef void (*ptrs_block_fn)(const rc_ptrs *, const double *, uint64_t, const int64_t *, int64_t,
+                              int, double *, int64_t *);
+static const ptrs_block_fn ptrs_block[PTRS_STAGES] = {ptrs_block0, ptrs_block1, ptrs_block2,
+                                                      ptrs_block3, ptrs_block4};
+
+/* The samples v[t] of the m <= RJ_BLOCK elements k[t] (rates as in ptrs_block; p unused when
+ * lam), r for the scalar rest. Between stages the unsettled positions are compacted
+ * branch-free (a rejection is an unpredictable branch). Lists are padded (rj_pad): k, lam and
+ * v need room for RJ_BLOCK entries. */
+static void ptrs_run(const rc_ptrs *p, double *lam, uint64_t key, opf_rng *r, int64_t *k,
+                     int64_t m, int j0, double *v) {
+  int64_t ok[RJ_BLOCK], pos[RJ_BLOCK], kb[RJ_BLOCK], c = 0;
+  double lb[RJ_BLOCK], vb[RJ_BLOCK];
+  ptrs_block[0](p, lam, key, k, rj_pad(m, k, lam), j0, v, ok);
+  for (int64_t i = 0; i < m; i++) pos[c] = i, c += !ok[i];
+  for (int stage = 1; stage < PTRS_STAGES && c; stage++) {
+    for (int64_t t = 0; t < c; t++) kb[t] = k[pos[t]];
+    if (lam)
+      for (int64_t t = 0; t < c; t++) lb[t] = lam[pos[t]];
+    ptrs_block[stage](p, lam ? lb : NULL, key, kb, rj_pad(c, kb, lam ? lb : NULL), j0, vb, ok);
+    int64_t c2 = 0;
+    for (int64_t t = 0; t < c; t++) v[pos[t]] = vb[t], pos[c2] = pos[t], c2 += !ok[t];
+    c = c2;
+  }
+  for (int64_t t = 0; t < c; t++)
+    v[pos[t]] = rc_poisson_draw(lam ? lam[pos[t]] : p->lam, r, k[pos[t]], j0);
 }
 
-/* a = lam, aux = the pois_tab. PTRS: two vector attempts for every element, two more in
- * vector lanes for the rejected ones (about 2%), gathered, the scalar sampler for the rest. */
+/* a = lam, aux = the pois_tab: the table inversion below RC_PTRS_MIN, PTRS in stages above. */
 static void poisson_fill(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, double *v) {
   const pois_tab *t = g->aux;
-  int64_t ok[RJ_BLOCK], kb[RJ_BLOCK], at[RJ_BLOCK], m = 0;
-  double vb[RJ_BLOCK];
   if (g->a < RC_PTRS_MIN) {
     pois_invert_block(t, g->key, k0, n, v);
     return;
   }
-  pois_ptrs_block(&t->ptrs, g->key, k0, n, v, ok);
-  for (int64_t i = 0; i < n; i++)
-    if (!ok[i]) kb[m] = k0 + i, at[m++] = i;
-  if (!m) return;
-  pois_ptrs_retry_block(&t->ptrs, g->key, kb, m, vb, ok);
-  for (int64_t q = 0; q < m; q++)
-    v[at[q]] = ok[q] ? vb[q] : rc_poisson_draw(g->a, r, kb[q], 0);
+  int64_t k[RJ_BLOCK];
+  for (int64_t i = 0; i < n; i++) k[i] = k0 + i;
+  ptrs_run(&t->ptrs, NULL, g->key, r, k, n, 0, v);
 }
 RJ_GEN(poisson, 1.0)
 
@@ -231,39 +273,28 @@ OPF_VEC static void nb_invert_block(uint64_t key, int64_t k0, int64_t n,
   }
 }
 
-/* The first PTRS attempts of the m elements k[t] with rates lam[t] >= RC_PTRS_MIN, gathered
- * by the caller: only those lanes pay for PTRS (n=5 p=0.5: 3% of the elements). */
-OPF_VEC static void nb_ptrs_block(uint64_t key, const int64_t *restrict k, int64_t m,
-                                  const double *restrict lam, double *restrict v,
-                                  int64_t *restrict ok) {
-  for (int64_t t = 0; t < m; t++) {
-    const rc_ptrs p = RC_PTRS_MAKE(lam[t], rc_sqrt, vm_log);
-    int64_t acc;
-    v[t] = rc_ptrs_try(&p, key, k[t], 128, &acc);
-    ok[t] = acc;
-  }
-}
-
 /* a = n, b = (1-p)/p, aux = the gamma's constants (see gamma_ctx). Rates below RC_PTRS_MIN
  * take the inversion over the whole block (skipped when there are none), the others are
- * gathered for PTRS and their results scattered back; what neither settles goes to the
- * scalar sampler. The same draws whatever the split: the same samples as a per-element
- * choice. */
+ * gathered for PTRS in stages (ptrs_run) and their results scattered back; what the inversion
+ * does not settle goes to the scalar sampler. The same draws whatever the split: the same
+ * samples as a per-element choice. */
 static void negative_binomial_fill(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, double *v) {
   double lam[RJ_BLOCK], lb[RJ_BLOCK], vb[RJ_BLOCK];
-  int64_t ok[RJ_BLOCK], kb[RJ_BLOCK], okb[RJ_BLOCK], at[RJ_BLOCK], m = 0;
+  int64_t ok[RJ_BLOCK], kb[RJ_BLOCK], at[RJ_BLOCK], m = 0;
   gamma_fill(g, r, k0, n, lam);
   for (int64_t i = 0; i < n; i++) {
     lam[i] *= g->b;
-    if (lam[i] >= RC_PTRS_MIN) lb[m] = lam[i], kb[m] = k0 + i, at[m++] = i;
+    lb[m] = lam[i], kb[m] = k0 + i, at[m] = i, m += lam[i] >= RC_PTRS_MIN;
   }
-  if (m < n) nb_invert_block(g->key, k0, n, lam, v, ok);
+  if (m < n) {
+    nb_invert_block(g->key, k0, n, lam, v, ok);
+    for (int64_t i = 0; i < n; i++)
+      if (!ok[i] && lam[i] < RC_PTRS_MIN) v[i] = rc_poisson_draw(lam[i], r, k0 + i, 128);
+  }
   if (m) {
-    nb_ptrs_block(g->key, kb, m, lb, vb, okb);
-    for (int64_t t = 0; t < m; t++) v[at[t]] = vb[t], ok[at[t]] = okb[t];
+    ptrs_run(NULL, lb, g->key, r, kb, m, 128, vb);
+    for (int64_t t = 0; t < m; t++) v[at[t]] = vb[t];
   }
-  for (int64_t i = 0; i < n; i++)
-    if (!ok[i]) v[i] = rc_poisson_draw(lam[i], r, k0 + i, 128);
 }
 RJ_GEN(negative_binomial, 1.0)
 
