@@ -7,9 +7,12 @@
  * an accept decision with probability around 1e-15). Small-lam poisson is a vectorised count
  * over the CDF table instead. */
 #include "random/rand_common.h"
-#include "unary/vlibm.h"
 
 #define RJ_BLOCK 512 /* elements per block: the per-block buffers stay in L1 */
+/* Buffer length: a few entries more, so that equal indices of the buffers on the stack are not
+ * 4 KiB apart (loads from one after stores to another would wait on the false aliasing: the
+ * copy-out of negative_binomial's samples took 15% of its time). */
+#define RJ_BUF (RJ_BLOCK + 24)
 
 /* The length m > 0 of a list of elements k (and x, when given) rounded up to RJ_LANES by
  * repeating its last entry (k and x need room for it), for the vector loops over gathered
@@ -30,7 +33,7 @@ typedef void (*rj_fill_fn)(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, d
 
 /* Elements [lo, hi) block by block, stored to the output dtype times scale. */
 static void rj_gen(const rc_ctx *g, rj_fill_fn fill, double scale, int64_t lo, int64_t hi, void *dst) {
-  double v[RJ_BLOCK];
+  double v[RJ_BUF];
   opf_rng r = {.key = g->key};
   const size_t es = opf_dtype_size(g->dt);
   for (int64_t b = lo; b < hi; b += RJ_BLOCK) {
@@ -92,9 +95,9 @@ OPF_VEC static void gamma_retry_block(const rc_gamma *restrict gm, uint64_t key,
  * vector lanes, then for the rest (gathered) the full attempts 0 to 2 in vector lanes, and the
  * scalar sampler for what remains (about 1e-4 of the elements). */
 static void gamma_fill(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, double *v) {
-  int64_t ok[RJ_BLOCK], kb[RJ_BLOCK], at[RJ_BLOCK], m = 0; /* lane-wide flags: int would split
+  int64_t ok[RJ_BUF], kb[RJ_BUF], at[RJ_BUF], m = 0; /* lane-wide flags: int would split
                                                               the loop (mixed widths) */
-  double vb[RJ_BLOCK];
+  double vb[RJ_BUF];
   gamma_try_block(g->aux, g->key, k0, n, v, ok);
   for (int64_t i = 0; i < n; i++)
     if (!ok[i]) kb[m] = k0 + i, at[m++] = i;
@@ -151,7 +154,7 @@ static void pois_tab_make(pois_tab *t, double lam) {
  * where the sequential search stops), counted table entry by table entry across the block. */
 OPF_VEC static void pois_invert_block(const pois_tab *restrict t, uint64_t key, int64_t k0,
                                       int64_t n, double *restrict v) {
-  double u[RJ_BLOCK];
+  double u[RJ_BUF];
   for (int64_t i = 0; i < n; i++) {
     u[i] = rc_u01(rc_bits(key, k0 + i, 0));
     v[i] = (u[i] > t->cdf[t->J - 1]) * (double)(RC_POIS_KMAX - t->J);
@@ -183,7 +186,7 @@ VM_INLINE double ptrs_lane(const rc_ptrs *p, uint64_t key, int64_t k, int j0, in
                                         int j0, double *restrict v, int64_t *restrict ok) {      \
     if (lam)                                                                                  \
       for (int64_t t = 0; t < m; t++) {                                                       \
-        const rc_ptrs q = RC_PTRS_MAKE(lam[t], VM_SQRT, vm_log);                              \
+        const rc_ptrs q = RC_PTRS_MAKE(lam[t], rc_sqrt, vm_log);                              \
         v[t] = ptrs_lane(&q, key, k[t], j0, STAGE, &ok[t]);                                   \
       }                                                                                       \
     else {                                                                                    \
@@ -207,8 +210,8 @@ static const ptrs_block_fn ptrs_block[PTRS_STAGES] = {ptrs_block0, ptrs_block1, 
  * v need room for RJ_BLOCK entries. */
 static void ptrs_run(const rc_ptrs *p, double *lam, uint64_t key, opf_rng *r, int64_t *k,
                      int64_t m, int j0, double *v) {
-  int64_t ok[RJ_BLOCK], pos[RJ_BLOCK], kb[RJ_BLOCK], c = 0;
-  double lb[RJ_BLOCK], vb[RJ_BLOCK];
+  int64_t ok[RJ_BUF], pos[RJ_BUF], kb[RJ_BUF], c = 0;
+  double lb[RJ_BUF], vb[RJ_BUF];
   ptrs_block[0](p, lam, key, k, rj_pad(m, k, lam), j0, v, ok);
   for (int64_t i = 0; i < m; i++) pos[c] = i, c += !ok[i];
   for (int stage = 1; stage < PTRS_STAGES && c; stage++) {
@@ -231,7 +234,7 @@ static void poisson_fill(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, dou
     pois_invert_block(t, g->key, k0, n, v);
     return;
   }
-  int64_t k[RJ_BLOCK];
+  int64_t k[RJ_BUF];
   for (int64_t i = 0; i < n; i++) k[i] = k0 + i;
   ptrs_run(&t->ptrs, NULL, g->key, r, k, n, 0, v);
 }
@@ -263,9 +266,10 @@ OPF_VEC static void nb_invert_block(uint64_t key, int64_t k0, int64_t n,
                                     int64_t *restrict ok) {
   for (int64_t i = 0; i < n; i++) {
     double l = lam[i], u = rc_u01(rc_bits(key, k0 + i, 128)), pk = vm_exp(-l), s = pk, cnt = 0;
+#pragma GCC unroll 32 /* constant 1/j below */
     for (int j = 1; j <= NB_STEPS; j++) { /* the sequential search, run to a fixed depth */
       cnt += u > s;
-      pk *= l / j;
+      pk *= l * (1.0 / j); /* 1/j a constant: no division */
       s += pk;
     }
     v[i] = cnt;
@@ -279,8 +283,8 @@ OPF_VEC static void nb_invert_block(uint64_t key, int64_t k0, int64_t n,
  * does not settle goes to the scalar sampler. The same draws whatever the split: the same
  * samples as a per-element choice. */
 static void negative_binomial_fill(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, double *v) {
-  double lam[RJ_BLOCK], lb[RJ_BLOCK], vb[RJ_BLOCK];
-  int64_t ok[RJ_BLOCK], kb[RJ_BLOCK], at[RJ_BLOCK], m = 0;
+  double lam[RJ_BUF], lb[RJ_BUF], vb[RJ_BUF];
+  int64_t ok[RJ_BUF], kb[RJ_BUF], at[RJ_BUF], m = 0;
   gamma_fill(g, r, k0, n, lam);
   for (int64_t i = 0; i < n; i++) {
     lam[i] *= g->b;
