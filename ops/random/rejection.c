@@ -48,63 +48,96 @@ static void rj_gen(const rc_ctx *g, rj_fill_fn fill, double scale, int64_t lo, i
     rj_gen(g, NAME##_fill, SCALE, lo, hi, dst);                                               \
   }
 
-/* ---- gamma(alpha, scale) ---- */
-/* Attempt 0 (draws 0..2) up to the squeeze u < 1 - 0.0331 z^4, which accepts most elements
- * (alpha=2: about 93%) without the two logarithms of the full test; ok when it did. alpha < 1
- * (boost) multiplies by u^(1/alpha) from draw RC_GAMMA_BOOST. */
-VM_INLINE double gamma_squeeze1(const rc_gamma *gm, uint64_t key, int64_t k, int boost, int64_t *ok) {
-  double s, cs, u1 = rc_u01o(rc_bits(key, k, 0)), u2 = rc_u01(rc_bits(key, k, 1));
-  rc_sincos2pi(u2, &s, &cs);
-  const double z = rc_sqrt(-2.0 * vm_log(u1)) * cs, t = 1.0 + gm->c * z;
-  const double v = t * t * t, u = rc_u01o(rc_bits(key, k, 2));
-  *ok = (t > 0) & (u < 1.0 - 0.0331 * (z * z) * (z * z));
-  double res = gm->d * v;
-  if (boost) res *= vm_exp(vm_log(rc_u01o(rc_bits(key, k, RC_GAMMA_BOOST))) / gm->alpha);
-  return res;
-}
-OPF_VEC static void gamma_try_block(const rc_gamma *restrict gm, uint64_t key, int64_t k0,
-                                    int64_t n, double *restrict v, int64_t *restrict ok) {
-  if (gm->alpha < 1)
-    for (int64_t i = 0; i < n; i++) v[i] = gamma_squeeze1(gm, key, k0 + i, 1, &ok[i]);
-  else
-    for (int64_t i = 0; i < n; i++) v[i] = gamma_squeeze1(gm, key, k0 + i, 0, &ok[i]);
+/* ---- staged rejection: stage s of a sampler runs, in vector lanes, the part of the rejection
+ * loop that settles most of the elements the stages before it left (e.g. the squeeze of the
+ * first attempt for all, then its full test, then further attempts), and a scalar sampler
+ * takes the few left after the last stage. A stage fills candidates v[t] and flags ok[t] for
+ * the m elements k[t] (rates lam[t], when the sampler has per-element ones; ctx: its
+ * constants; j0: its first draw); the first accepted attempt wins at every stage, so the
+ * samples are the scalar sampler's. ---- */
+typedef void (*rj_stage_fn)(const void *ctx, const double *lam, uint64_t key, const int64_t *k,
+                            int64_t m, int j0, double *v, int64_t *ok);
+typedef double (*rj_scalar_fn)(const void *ctx, const double *lam, opf_rng *r, int64_t k, int j0);
+
+/* The samples v[t] of the m <= RJ_BLOCK elements k[t] through n_stage stages and the scalar
+ * sampler. Between stages the unsettled positions are compacted branch-free (a rejection is
+ * an unpredictable branch) and their lists padded (rj_pad): k, lam and v need room for
+ * RJ_BUF entries. */
+static void rj_run(const rj_stage_fn *stage, int n_stage, rj_scalar_fn scalar, const void *ctx,
+                   double *lam, uint64_t key, opf_rng *r, int64_t *k, int64_t m, int j0, double *v) {
+  int64_t ok[RJ_BUF], pos[RJ_BUF], kb[RJ_BUF], c = 0;
+  double lb[RJ_BUF], vb[RJ_BUF];
+  const int64_t m8 = rj_pad(m, k, lam);
+  stage[0](ctx, lam, key, k, m8, j0, v, ok);
+  for (int64_t i = 0; i < m; i++) pos[c] = i, c += !ok[i];
+  for (int s = 1; s < n_stage && c; s++) {
+    for (int64_t t = 0; t < c; t++) kb[t] = k[pos[t]];
+    if (lam)
+      for (int64_t t = 0; t < c; t++) lb[t] = lam[pos[t]];
+    stage[s](ctx, lam ? lb : NULL, key, kb, rj_pad(c, kb, lam ? lb : NULL), j0, vb, ok);
+    int64_t c2 = 0;
+    for (int64_t t = 0; t < c; t++) v[pos[t]] = vb[t], pos[c2] = pos[t], c2 += !ok[t];
+    c = c2;
+  }
+  for (int64_t t = 0; t < c; t++) v[pos[t]] = scalar(ctx, lam ? &lam[pos[t]] : NULL, r, k[pos[t]], j0);
 }
 
-/* Attempts 0 (the full test), 1 and 2 in vector lanes for the m elements k[t] the squeeze did
- * not accept, gathered by the caller: ok[t] when one accepted (the first wins, as in
- * rc_gamma_draw). */
-VM_INLINE double gamma_retry1(const rc_gamma *gm, uint64_t key, int64_t k, int boost, int64_t *ok) {
-  int64_t a0, a1, a2;
-  const double x0 = rc_gamma_attempt(gm, key, k, 0, &a0), x1 = rc_gamma_attempt(gm, key, k, 3, &a1),
-               x2 = rc_gamma_attempt(gm, key, k, 6, &a2);
-  double res = vm_seld(vm_mask64(a0), x0, vm_seld(vm_mask64(a1), x1, x2));
-  *ok = a0 | a1 | a2;
-  if (boost) res *= vm_exp(vm_log(rc_u01o(rc_bits(key, k, RC_GAMMA_BOOST))) / gm->alpha);
+/* ---- gamma(alpha, scale): stage 0, the squeeze u < 1 - 0.0331 z^4 of attempt 0 (draws
+ * j0..j0+2) alone, without the two logarithms of the full test (alpha=2: about 90% of the
+ * elements); 1, its full test (98.5%); 2, attempts 1 and 2; then rc_gamma_draw (about 1e-4
+ * of the elements). alpha < 1 (boost) multiplies by u^(1/alpha) from draw j0 + RC_GAMMA_BOOST.
+ * ---- */
+VM_INLINE double gamma_lane(const rc_gamma *gm, uint64_t key, int64_t k, int j0, int stage,
+                            int boost, int64_t *ok) {
+  double res;
+  if (stage == 0) {
+    double s, cs, u1 = rc_u01o(rc_bits(key, k, j0)), u2 = rc_u01(rc_bits(key, k, j0 + 1));
+    rc_sincos2pi(u2, &s, &cs);
+    const double z = rc_sqrt(-2.0 * vm_log(u1)) * cs, t = 1.0 + gm->c * z;
+    const double u = rc_u01o(rc_bits(key, k, j0 + 2));
+    *ok = (t > 0) & (u < 1.0 - 0.0331 * (z * z) * (z * z));
+    res = gm->d * (t * t * t);
+  } else if (stage == 1) {
+    res = rc_gamma_attempt(gm, key, k, j0, ok);
+  } else {
+    int64_t a1, a2;
+    const double x1 = rc_gamma_attempt(gm, key, k, j0 + 3, &a1), x2 = rc_gamma_attempt(gm, key, k, j0 + 6, &a2);
+    res = vm_seld(vm_mask64(a1), x1, x2);
+    *ok = a1 | a2;
+  }
+  if (boost) res *= vm_exp(vm_log(rc_u01o(rc_bits(key, k, j0 + RC_GAMMA_BOOST))) / gm->alpha);
   return res;
 }
-OPF_VEC static void gamma_retry_block(const rc_gamma *restrict gm, uint64_t key,
-                                      const int64_t *restrict k, int64_t m, double *restrict v,
-                                      int64_t *restrict ok) {
-  if (gm->alpha < 1)
-    for (int64_t t = 0; t < m; t++) v[t] = gamma_retry1(gm, key, k[t], 1, &ok[t]);
-  else
-    for (int64_t t = 0; t < m; t++) v[t] = gamma_retry1(gm, key, k[t], 0, &ok[t]);
+#define GAMMA_STAGE(STAGE)                                                                    \
+  OPF_VEC static void gamma_stage##STAGE(const void *ctx, const double *lam, uint64_t key,    \
+                                         const int64_t *restrict k, int64_t m, int j0,         \
+                                         double *restrict v, int64_t *restrict ok) {          \
+    const rc_gamma gm = *(const rc_gamma *)ctx; /* constants in registers */                \
+    (void)lam;                                                                                \
+    if (gm.alpha < 1)                                                                         \
+      for (int64_t t = 0; t < m; t++) v[t] = gamma_lane(&gm, key, k[t], j0, STAGE, 1, &ok[t]); \
+    else                                                                                      \
+      for (int64_t t = 0; t < m; t++) v[t] = gamma_lane(&gm, key, k[t], j0, STAGE, 0, &ok[t]); \
+  }
+GAMMA_STAGE(0)
+GAMMA_STAGE(1)
+GAMMA_STAGE(2)
+static const rj_stage_fn gamma_stages[] = {gamma_stage0, gamma_stage1, gamma_stage2};
+static double gamma_scalar(const void *ctx, const double *lam, opf_rng *r, int64_t k, int j0) {
+  (void)lam;
+  return rc_gamma_draw(ctx, r, k, j0);
 }
 
-/* Standard gamma samples (aux: the rc_gamma): the squeeze of attempt 0 for every element in
- * vector lanes, then for the rest (gathered) the full attempts 0 to 2 in vector lanes, and the
- * scalar sampler for what remains (about 1e-4 of the elements). */
+/* Elements [k0, k0 + n) in ascending order (n > 0). */
+static void rj_iota(int64_t *k, int64_t k0, int64_t n) {
+  for (int64_t i = 0; i < RJ_BUF; i++) k[i] = k0 + (i < n ? i : n - 1);
+}
+
+/* Standard gamma samples (aux: the rc_gamma). */
 static void gamma_fill(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, double *v) {
-  int64_t ok[RJ_BUF], kb[RJ_BUF], at[RJ_BUF], m = 0; /* lane-wide flags: int would split
-                                                              the loop (mixed widths) */
-  double vb[RJ_BUF];
-  gamma_try_block(g->aux, g->key, k0, n, v, ok);
-  for (int64_t i = 0; i < n; i++)
-    if (!ok[i]) kb[m] = k0 + i, at[m++] = i;
-  if (!m) return;
-  gamma_retry_block(g->aux, g->key, kb, m, vb, ok);
-  for (int64_t t = 0; t < m; t++)
-    v[at[t]] = ok[t] ? vb[t] : rc_gamma_draw(g->aux, r, kb[t], 0);
+  int64_t k[RJ_BUF];
+  rj_iota(k, k0, n);
+  rj_run(gamma_stages, 3, gamma_scalar, g->aux, NULL, g->key, r, k, n, 0, v);
 }
 RJ_GEN(gamma, g->b)
 
@@ -181,7 +214,7 @@ VM_INLINE double ptrs_lane(const rc_ptrs *p, uint64_t key, int64_t k, int j0, in
   return RC_PTRS_ATTEMPT(p, U, V, ok, rc_floor, vm_log, rc_logfact);
 }
 #define PTRS_BLOCK(STAGE)                                                                     \
-  OPF_VEC static void ptrs_block##STAGE(const rc_ptrs *restrict p, const double *restrict lam,  \
+  OPF_VEC static void ptrs_block##STAGE(const void *ctx, const double *restrict lam,            \
                                         uint64_t key, const int64_t *restrict k, int64_t m,      \
                                         int j0, double *restrict v, int64_t *restrict ok) {      \
     if (lam)                                                                                  \
@@ -190,7 +223,7 @@ VM_INLINE double ptrs_lane(const rc_ptrs *p, uint64_t key, int64_t k, int j0, in
         v[t] = ptrs_lane(&q, key, k[t], j0, STAGE, &ok[t]);                                   \
       }                                                                                       \
     else {                                                                                    \
-      const rc_ptrs pv = *p; /* constants in registers */                                    \
+      const rc_ptrs pv = *(const rc_ptrs *)ctx; /* constants in registers */                 \
       for (int64_t t = 0; t < m; t++) v[t] = ptrs_lane(&pv, key, k[t], j0, STAGE, &ok[t]);    \
     }                                                                                         \
   }
@@ -199,32 +232,10 @@ PTRS_BLOCK(1)
 PTRS_BLOCK(2)
 PTRS_BLOCK(3)
 PTRS_BLOCK(4)
-typedef void (*ptrs_block_fn)(const rc_ptrs *, const double *, uint64_t, const int64_t *, int64_t,
-                              int, double *, int64_t *);
-static const ptrs_block_fn ptrs_block[PTRS_STAGES] = {ptrs_block0, ptrs_block1, ptrs_block2,
-                                                      ptrs_block3, ptrs_block4};
-
-/* The samples v[t] of the m <= RJ_BLOCK elements k[t] (rates as in ptrs_block; p unused when
- * lam), r for the scalar rest. Between stages the unsettled positions are compacted
- * branch-free (a rejection is an unpredictable branch). Lists are padded (rj_pad): k, lam and
- * v need room for RJ_BLOCK entries. */
-static void ptrs_run(const rc_ptrs *p, double *lam, uint64_t key, opf_rng *r, int64_t *k,
-                     int64_t m, int j0, double *v) {
-  int64_t ok[RJ_BUF], pos[RJ_BUF], kb[RJ_BUF], c = 0;
-  double lb[RJ_BUF], vb[RJ_BUF];
-  ptrs_block[0](p, lam, key, k, rj_pad(m, k, lam), j0, v, ok);
-  for (int64_t i = 0; i < m; i++) pos[c] = i, c += !ok[i];
-  for (int stage = 1; stage < PTRS_STAGES && c; stage++) {
-    for (int64_t t = 0; t < c; t++) kb[t] = k[pos[t]];
-    if (lam)
-      for (int64_t t = 0; t < c; t++) lb[t] = lam[pos[t]];
-    ptrs_block[stage](p, lam ? lb : NULL, key, kb, rj_pad(c, kb, lam ? lb : NULL), j0, vb, ok);
-    int64_t c2 = 0;
-    for (int64_t t = 0; t < c; t++) v[pos[t]] = vb[t], pos[c2] = pos[t], c2 += !ok[t];
-    c = c2;
-  }
-  for (int64_t t = 0; t < c; t++)
-    v[pos[t]] = rc_poisson_draw(lam ? lam[pos[t]] : p->lam, r, k[pos[t]], j0);
+static const rj_stage_fn ptrs_stages[PTRS_STAGES] = {ptrs_block0, ptrs_block1, ptrs_block2,
+                                                     ptrs_block3, ptrs_block4};
+static double ptrs_scalar(const void *ctx, const double *lam, opf_rng *r, int64_t k, int j0) {
+  return rc_poisson_draw(lam ? *lam : ((const rc_ptrs *)ctx)->lam, r, k, j0);
 }
 
 /* a = lam, aux = the pois_tab: the table inversion below RC_PTRS_MIN, PTRS in stages above. */
@@ -235,8 +246,8 @@ static void poisson_fill(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, dou
     return;
   }
   int64_t k[RJ_BUF];
-  for (int64_t i = 0; i < n; i++) k[i] = k0 + i;
-  ptrs_run(&t->ptrs, NULL, g->key, r, k, n, 0, v);
+  rj_iota(k, k0, n);
+  rj_run(ptrs_stages, PTRS_STAGES, ptrs_scalar, &t->ptrs, NULL, g->key, r, k, n, 0, v);
 }
 RJ_GEN(poisson, 1.0)
 
@@ -279,7 +290,7 @@ OPF_VEC static void nb_invert_block(uint64_t key, int64_t k0, int64_t n,
 
 /* a = n, b = (1-p)/p, aux = the gamma's constants (see gamma_ctx). Rates below RC_PTRS_MIN
  * take the inversion over the whole block (skipped when there are none), the others are
- * gathered for PTRS in stages (ptrs_run) and their results scattered back; what the inversion
+ * gathered for PTRS in stages (rj_run) and their results scattered back; what the inversion
  * does not settle goes to the scalar sampler. The same draws whatever the split: the same
  * samples as a per-element choice. */
 static void negative_binomial_fill(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, double *v) {
@@ -296,7 +307,7 @@ static void negative_binomial_fill(const rc_ctx *g, opf_rng *r, int64_t k0, int6
       if (!ok[i] && lam[i] < RC_PTRS_MIN) v[i] = rc_poisson_draw(lam[i], r, k0 + i, 128);
   }
   if (m) {
-    ptrs_run(NULL, lb, g->key, r, kb, m, 128, vb);
+    rj_run(ptrs_stages, PTRS_STAGES, ptrs_scalar, NULL, lb, g->key, r, kb, m, 128, vb);
     for (int64_t t = 0; t < m; t++) v[at[t]] = vb[t];
   }
 }
