@@ -128,15 +128,16 @@ static double gamma_scalar(const void *ctx, const double *lam, opf_rng *r, int64
   return rc_gamma_draw(ctx, r, k, j0);
 }
 
-/* Elements [k0, k0 + n) in ascending order (n > 0). */
-static void rj_iota(int64_t *k, int64_t k0, int64_t n) {
-  for (int64_t i = 0; i < RJ_BUF; i++) k[i] = k0 + (i < n ? i : n - 1);
+/* Elements [k0, k0 + n) in ascending order, and on to fill the buffer (lanes past n are
+ * computed and dropped: element indices are only counters). */
+static void rj_iota(int64_t *k, int64_t k0) {
+  for (int64_t i = 0; i < RJ_BUF; i++) k[i] = k0 + i;
 }
 
 /* Standard gamma samples (aux: the rc_gamma). */
 static void gamma_fill(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, double *v) {
   int64_t k[RJ_BUF];
-  rj_iota(k, k0, n);
+  rj_iota(k, k0);
   rj_run(gamma_stages, 3, gamma_scalar, g->aux, NULL, g->key, r, k, n, 0, v);
 }
 RJ_GEN(gamma, g->b)
@@ -246,7 +247,7 @@ static void poisson_fill(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, dou
     return;
   }
   int64_t k[RJ_BUF];
-  rj_iota(k, k0, n);
+  rj_iota(k, k0);
   rj_run(ptrs_stages, PTRS_STAGES, ptrs_scalar, &t->ptrs, NULL, g->key, r, k, n, 0, v);
 }
 RJ_GEN(poisson, 1.0)
@@ -265,50 +266,60 @@ static rc_ctx poisson_ctx(const opf_case *c, pois_tab *t) {
 RC_ENTRIES(poisson, pois_tab)
 
 /* ---- negative_binomial(n, p): poisson(gamma(n) * (1-p)/p); the gamma uses draws 0..127 of
- * an element, the poisson draws 128..255. Each element has its own rate, so the poisson step
- * runs both regimes in vector lanes: the inversion search for NB_STEPS steps (rates below 10)
- * and the first PTRS attempts with per-element constants (rates from 10, gathered: 25.3 ->
- * 14.9 ns a sample at n=5 p=0.5, 26.2 -> 22.3 at n=50 p=0.1, CPU time on AMD Zen 5, the
- * same samples); lanes these do not settle go to the scalar sampler. ---- */
-#define NB_STEPS 24
+ * an element, the poisson draws 128..255. Each element has its own rate, so the elements are
+ * split by rate and each list goes through its own stages: rates below 10 the inversion
+ * search, run to a fixed depth in vector lanes (NB_STEPS0 steps for all, NB_STEPS1 for the
+ * few that went further), rates from 10 PTRS with per-element constants; the scalar sampler
+ * for what neither settles. Before the stages (one inversion to depth 24 over every element,
+ * PTRS's first attempts): 14.0 ns a sample at n=5 p=0.5, 22.6 at n=50 p=0.1, CPU time on AMD
+ * Zen 5, the same samples. ---- */
+#define NB_STEPS0 12 /* n=5 p=0.5: 3% of the elements go on */
+#define NB_STEPS1 32
 
-OPF_VEC static void nb_invert_block(uint64_t key, int64_t k0, int64_t n,
-                                    const double *restrict lam, double *restrict v,
-                                    int64_t *restrict ok) {
-  for (int64_t i = 0; i < n; i++) {
-    double l = lam[i], u = rc_u01(rc_bits(key, k0 + i, 128)), pk = vm_exp(-l), s = pk, cnt = 0;
+/* The sequential search of rc_poisson_draw for STEPS steps: the count, ok when it stopped. */
+VM_INLINE double nb_invert(double l, double u, int steps, int64_t *ok) {
+  double pk = vm_exp(-l), s = pk, cnt = 0;
 #pragma GCC unroll 32 /* constant 1/j below */
-    for (int j = 1; j <= NB_STEPS; j++) { /* the sequential search, run to a fixed depth */
-      cnt += u > s;
-      pk *= l * (1.0 / j); /* 1/j a constant: no division */
-      s += pk;
-    }
-    v[i] = cnt;
-    ok[i] = (l < RC_PTRS_MIN) & (cnt < NB_STEPS);
+  for (int j = 1; j <= steps; j++) {
+    cnt += u > s;
+    pk *= l * (1.0 / j); /* 1/j a constant: no division */
+    s += pk;
   }
+  *ok = cnt < steps;
+  return cnt;
 }
+#define NB_INVERT_STAGE(S)                                                                    \
+  OPF_VEC static void nb_invert_stage##S(const void *ctx, const double *restrict lam,         \
+                                         uint64_t key, const int64_t *restrict k, int64_t m,   \
+                                         int j0, double *restrict v, int64_t *restrict ok) {  \
+    (void)ctx;                                                                                \
+    for (int64_t t = 0; t < m; t++)                                                           \
+      v[t] = nb_invert(lam[t], rc_u01(rc_bits(key, k[t], j0)), NB_STEPS##S, &ok[t]);          \
+  }
+NB_INVERT_STAGE(0)
+NB_INVERT_STAGE(1)
+static const rj_stage_fn nb_invert_stages[] = {nb_invert_stage0, nb_invert_stage1};
 
-/* a = n, b = (1-p)/p, aux = the gamma's constants (see gamma_ctx). Rates below RC_PTRS_MIN
- * take the inversion over the whole block (skipped when there are none), the others are
- * gathered for PTRS in stages (rj_run) and their results scattered back; what the inversion
- * does not settle goes to the scalar sampler. The same draws whatever the split: the same
- * samples as a per-element choice. */
+/* a = n, b = (1-p)/p, aux = the gamma's constants (see gamma_ctx). The two lists are gathered
+ * branch-free, run, and their samples scattered back. */
 static void negative_binomial_fill(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, double *v) {
-  double lam[RJ_BUF], lb[RJ_BUF], vb[RJ_BUF];
-  int64_t ok[RJ_BUF], kb[RJ_BUF], at[RJ_BUF], m = 0;
+  double lam[RJ_BUF], lb[2][RJ_BUF], vb[RJ_BUF];
+  int64_t kb[2][RJ_BUF], at[2][RJ_BUF], m[2], m0 = 0, m1 = 0; /* counters in registers */
   gamma_fill(g, r, k0, n, lam);
-  for (int64_t i = 0; i < n; i++) {
-    lam[i] *= g->b;
-    lb[m] = lam[i], kb[m] = k0 + i, at[m] = i, m += lam[i] >= RC_PTRS_MIN;
+  for (int64_t i = 0; i < n; i++) { /* written to both lists, kept in one */
+    const double l = lam[i] * g->b;
+    const int64_t big = l >= RC_PTRS_MIN;
+    lb[0][m0] = lb[1][m1] = l, kb[0][m0] = kb[1][m1] = k0 + i, at[0][m0] = at[1][m1] = i;
+    m0 += !big, m1 += big;
   }
-  if (m < n) {
-    nb_invert_block(g->key, k0, n, lam, v, ok);
-    for (int64_t i = 0; i < n; i++)
-      if (!ok[i] && lam[i] < RC_PTRS_MIN) v[i] = rc_poisson_draw(lam[i], r, k0 + i, 128);
-  }
-  if (m) {
-    rj_run(ptrs_stages, PTRS_STAGES, ptrs_scalar, NULL, lb, g->key, r, kb, m, 128, vb);
-    for (int64_t t = 0; t < m; t++) v[at[t]] = vb[t];
+  m[0] = m0, m[1] = m1;
+  for (int big = 0; big < 2; big++) {
+    if (!m[big]) continue;
+    if (big)
+      rj_run(ptrs_stages, PTRS_STAGES, ptrs_scalar, NULL, lb[1], g->key, r, kb[1], m[1], 128, vb);
+    else
+      rj_run(nb_invert_stages, 2, ptrs_scalar, NULL, lb[0], g->key, r, kb[0], m[0], 128, vb);
+    for (int64_t t = 0; t < m[big]; t++) v[at[big][t]] = vb[t];
   }
 }
 RJ_GEN(negative_binomial, 1.0)
