@@ -184,11 +184,12 @@ static void pois_tab_make(pois_tab *t, double lam) {
   if (lam >= RC_PTRS_MIN) t->ptrs = rc_ptrs_make(lam);
 }
 
+#define POIS_INV_BLOCK 128
 /* Inversion for a block: X = #{j < KMAX : u > cdf[j]} (the CDF is non-decreasing, so this is
  * where the sequential search stops), counted table entry by table entry across the block. */
 OPF_VEC static void pois_invert_block(const pois_tab *restrict t, uint64_t key, int64_t k0,
                                       int64_t n, double *restrict v) {
-  double u[RJ_BUF];
+  double u[POIS_INV_BLOCK];
   for (int64_t i = 0; i < n; i++) {
     u[i] = rc_u01(rc_bits(key, k0 + i, 0));
     v[i] = (u[i] > t->cdf[t->J - 1]) * (double)(RC_POIS_KMAX - t->J);
@@ -243,7 +244,8 @@ static double ptrs_scalar(const void *ctx, const double *lam, opf_rng *r, int64_
 static void poisson_fill(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, double *v) {
   const pois_tab *t = g->aux;
   if (g->a < RC_PTRS_MIN) {
-    pois_invert_block(t, g->key, k0, n, v);
+    for (int64_t i = 0; i < n; i += POIS_INV_BLOCK) /* u and v of a pass stay in L1 */
+      pois_invert_block(t, g->key, k0 + i, n - i < POIS_INV_BLOCK ? n - i : POIS_INV_BLOCK, v + i);
     return;
   }
   int64_t k[RJ_BUF];
