@@ -302,21 +302,37 @@ NB_INVERT_STAGE(0)
 NB_INVERT_STAGE(1)
 static const rj_stage_fn nb_invert_stages[] = {nb_invert_stage0, nb_invert_stage1};
 
-/* a = n, b = (1-p)/p, aux = the gamma's constants (see gamma_ctx). The two lists are gathered
- * branch-free, run, and their samples scattered back. */
+/* The rates lam[i] = gamma sample times b, and how many are at least RC_PTRS_MIN. */
+OPF_VEC static int64_t nb_rates(double *restrict lam, int64_t n, double b) {
+  int64_t big = 0;
+  for (int64_t i = 0; i < n; i++) lam[i] *= b, big += lam[i] >= RC_PTRS_MIN;
+  return big;
+}
+
+/* a = n, b = (1-p)/p, aux = the gamma's constants (see gamma_ctx). A block whose rates are
+ * all on one side runs in place; otherwise the two lists are gathered branch-free, run, and
+ * their samples scattered back. */
 static void negative_binomial_fill(const rc_ctx *g, opf_rng *r, int64_t k0, int64_t n, double *v) {
   double lam[RJ_BUF], lb[2][RJ_BUF], vb[RJ_BUF];
   int64_t kb[2][RJ_BUF], at[2][RJ_BUF], m[2], m0 = 0, m1 = 0; /* counters in registers */
   gamma_fill(g, r, k0, n, lam);
+  const int64_t nbig = nb_rates(lam, n, g->b);
+  if (nbig == 0 || nbig == n) {
+    rj_iota(kb[0], k0);
+    if (nbig)
+      rj_run(ptrs_stages, PTRS_STAGES, ptrs_scalar, NULL, lam, g->key, r, kb[0], n, 128, v);
+    else
+      rj_run(nb_invert_stages, 2, ptrs_scalar, NULL, lam, g->key, r, kb[0], n, 128, v);
+    return;
+  }
   for (int64_t i = 0; i < n; i++) { /* written to both lists, kept in one */
-    const double l = lam[i] * g->b;
+    const double l = lam[i];
     const int64_t big = l >= RC_PTRS_MIN;
     lb[0][m0] = lb[1][m1] = l, kb[0][m0] = kb[1][m1] = k0 + i, at[0][m0] = at[1][m1] = i;
     m0 += !big, m1 += big;
   }
   m[0] = m0, m[1] = m1;
   for (int big = 0; big < 2; big++) {
-    if (!m[big]) continue;
     if (big)
       rj_run(ptrs_stages, PTRS_STAGES, ptrs_scalar, NULL, lb[1], g->key, r, kb[1], m[1], 128, vb);
     else
