@@ -192,9 +192,9 @@ VM_INLINE double rc_logfact(double k) {
   })
 #define RC_LGAMMA1(k) lgamma((k) + 1)
 
-/* The first RC_PTRS_VTRIES attempts (draws j0 + 2i, j0 + 2i + 1) in vector lanes: about 15% of
- * first attempts are rejected, 2% of two (a third costs more than it saves). *ok when one
- * accepted. */
+/* RC_PTRS_VTRIES attempts (draws j0 + 2i, j0 + 2i + 1) in vector lanes, *ok when one accepted
+ * (the first wins): rejection.c's last PTRS stage, for the 2% of elements whose first two
+ * attempts were rejected. */
 #define RC_PTRS_VTRIES 2
 VM_INLINE double rc_ptrs_try(const rc_ptrs *p, uint64_t key, int64_t k, int j0, int64_t *ok) {
   double res = 0;

@@ -1,11 +1,16 @@
 /* rejection.c: random_gamma (Marsaglia-Tsang), poisson (inversion below lam 10, PTRS above) and
  * negative_binomial (poisson of a gamma-distributed rate, as NumPy does). Rejection sampling
- * does not vectorise as such, so each block of elements runs the first attempt (gamma: 95% and
- * more accepted) or two (PTRS: 98%) of every element branch-free in vector lanes, then finishes
- * the rejected few with the scalar sampler from rand_common.h that the references use: the same
- * counters, so the same samples (up to last-bit differences of the vector math, which could flip
- * an accept decision with probability around 1e-15). Small-lam poisson is a vectorised count
- * over the CDF table instead. */
+ * does not vectorise as such, so a block of elements goes through stages (rj_run): each runs,
+ * branch-free in vector lanes, the part of the rejection loop that settles most of the
+ * elements the stages before it left (the squeeze of the first attempt for all elements, then
+ * its full test with the logarithms for the rest, then further attempts), over a compacted
+ * list of those elements; the scalar sampler from rand_common.h that the references use takes
+ * the few left at the end. The same counters, so the same samples (up to last-bit differences
+ * of the vector math, which could flip an accept decision with probability around 1e-15).
+ * Small-lam poisson is a vectorised count over the CDF table instead. 1M samples at 1 thread,
+ * CPU time on AMD Zen 5, before the stages -> after: random_gamma alpha=2 7.6 -> 5.0 ms,
+ * poisson lam=100 11.4 -> 5.0, negative_binomial n=5 p=0.5 14.4 -> 10.5, n=50 p=0.1 23.0 ->
+ * 9.7. */
 #include "random/rand_common.h"
 
 #define RJ_BLOCK 512 /* elements per block: the per-block buffers stay in L1 */
