@@ -102,11 +102,12 @@ VM_INLINE void rc_sincos2pif(float u, float *s, float *c) {
 
 typedef struct {
   double alpha, d, c; /* d = a - 1/3, c = 1/sqrt(9d) with a = alpha (+1 when alpha < 1) */
+  double ialpha;      /* 1/alpha: the boost's exponent */
 } rc_gamma;
 
 static inline rc_gamma rc_gamma_make(double alpha) {
   double a = alpha < 1 ? alpha + 1 : alpha, d = a - 1.0 / 3.0;
-  return (rc_gamma){alpha, d, 1.0 / sqrt(9.0 * d)};
+  return (rc_gamma){alpha, d, 1.0 / sqrt(9.0 * d), 1.0 / alpha};
 }
 
 /* The whole sampler, scalar and with libm: references and the kernels' rejected elements. */
@@ -122,7 +123,7 @@ static inline double rc_gamma_draw(const rc_gamma *g, opf_rng *r, int64_t k, int
       break;
     }
   }
-  if (g->alpha < 1) res *= pow(rc_u01o(rc_draw(r, k, j0 + RC_GAMMA_BOOST)), 1.0 / g->alpha);
+  if (g->alpha < 1) res *= pow(rc_u01o(rc_draw(r, k, j0 + RC_GAMMA_BOOST)), g->ialpha);
   return res;
 }
 

@@ -110,7 +110,7 @@ VM_INLINE double gamma_lane(const rc_gamma *gm, uint64_t key, int64_t k, int j0,
     res = vm_seld(vm_mask64(a1), x1, x2);
     *ok = a1 | a2;
   }
-  if (boost) res *= vm_exp(vm_log(rc_u01o(rc_bits(key, k, j0 + RC_GAMMA_BOOST))) / gm->alpha);
+  if (boost) res *= vm_exp(vm_log(rc_u01o(rc_bits(key, k, j0 + RC_GAMMA_BOOST))) * gm->ialpha);
   return res;
 }
 #define GAMMA_STAGE(STAGE)                                                                    \
