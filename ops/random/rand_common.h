@@ -179,15 +179,16 @@ VM_INLINE double rc_logfact(double k) {
 
 /* One PTRS attempt from its two uniforms (U in (-1/2, 1/2), V in [0, 1)): the candidate (a
  * double: rejected ones may be huge), and *ok when accepted, by the squeeze or the full test
- * (NumPy's log(V) + log(invalpha) - log(a/us^2 + b) taken as one log of the product). With
+ * (NumPy's log(V) + log(invalpha) - log(a/us^2 + b) taken as one log of V invalpha us^2 /
+ * (a + b us^2): one division). With
  * libm or the branch-free vmath forms. */
 #define RC_PTRS_ATTEMPT(p, U, V, ok, FLOOR, LOG, LOGFACT)                                     \
   ({                                                                                          \
-    double us_ = 0.5 - fabs(U);                                                               \
+    double us_ = 0.5 - fabs(U), us2_ = us_ * us_;                                             \
     double kd_ = FLOOR((2.0 * (p)->a / us_ + (p)->b) * (U) + (p)->lam + 0.43);                \
     int64_t valid_ = !(kd_ < 0) & !((us_ < 0.013) & ((V) > us_));                            \
     *(ok) = ((us_ >= 0.07) & ((V) <= (p)->vr)) |                                              \
-            (valid_ & (LOG((V) * (p)->invalpha / ((p)->a / (us_ * us_) + (p)->b)) <=             \
+            (valid_ & (LOG((V) * (p)->invalpha * us2_ / ((p)->a + (p)->b * us2_)) <=             \
                        -(p)->lam + kd_ * (p)->loglam - LOGFACT(kd_)));                        \
     kd_;                                                                                      \
   })
