@@ -13,6 +13,7 @@
 #include <math.h>
 
 #include "creation/create_common.h"
+#include "unary/vlibm.h"
 #include "unary/vmath.h"
 
 #define RC_STREAM 0x72616e64ull /* "rand": the opf_rng stream of every sampler */
@@ -47,21 +48,12 @@ VM_INLINE float rc_u01f(uint64_t x) { return vm_u2f(0x3f800000u | (uint32_t)(x >
 VM_INLINE float rc_u01fo(uint64_t x) { return rc_u01f(x) + 0x1p-24f; }                          /* (0,1) */
 
 /* ---- square roots for vectorised loops: libm's sqrt keeps errno for negative arguments,
- * which leaves a branch (and a call) in the loop and stops vectorisation. Here: the classic
- * bit-trick estimate of 1/sqrt(v), Newton steps to full precision (3.4% -> 1e-21 in four for
- * double, 3e-11 in three for float), times v. For v > 0 (and 0 gives 0). ---- */
-VM_INLINE double rc_sqrt(double v) {
-  double y = vm_u2d(0x5fe6eb50c7b537a9ull - (vm_d2u(v) >> 1));
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; i++) y = y * (1.5 - 0.5 * v * y * y);
-  return v * y;
-}
-VM_INLINE float rc_sqrtf(float v) {
-  float y = vm_u2f(0x5f375a86u - (vm_f2u(v) >> 1));
-#pragma GCC unroll 4
-  for (int i = 0; i < 3; i++) y = y * (1.5f - 0.5f * v * y * y);
-  return v * y;
-}
+ * which leaves a branch (and a call) in the loop and stops vectorisation; vlibm.h declares it
+ * errno-free, so these are vsqrtpd/vsqrtps (correctly rounded; the earlier bit-trick estimate
+ * with four Newton steps was a long dependency chain: random_gamma 7.6 -> 6.6 ms, 1M samples
+ * at 1 thread). ---- */
+VM_INLINE double rc_sqrt(double v) { return VM_SQRT(v); }
+VM_INLINE float rc_sqrtf(float v) { return VM_SQRT(v); }
 
 /* floor(x) by the 2^52 shifter (round to nearest, then step down where that went up): libm's
  * floor only vectorises without trapping math. |x| >= 2^52 is already an integer. */
@@ -110,11 +102,12 @@ VM_INLINE void rc_sincos2pif(float u, float *s, float *c) {
 
 typedef struct {
   double alpha, d, c; /* d = a - 1/3, c = 1/sqrt(9d) with a = alpha (+1 when alpha < 1) */
+  double ialpha;      /* 1/alpha: the boost's exponent */
 } rc_gamma;
 
 static inline rc_gamma rc_gamma_make(double alpha) {
   double a = alpha < 1 ? alpha + 1 : alpha, d = a - 1.0 / 3.0;
-  return (rc_gamma){alpha, d, 1.0 / sqrt(9.0 * d)};
+  return (rc_gamma){alpha, d, 1.0 / sqrt(9.0 * d), 1.0 / alpha};
 }
 
 /* The whole sampler, scalar and with libm: references and the kernels' rejected elements. */
@@ -130,7 +123,7 @@ static inline double rc_gamma_draw(const rc_gamma *g, opf_rng *r, int64_t k, int
       break;
     }
   }
-  if (g->alpha < 1) res *= pow(rc_u01o(rc_draw(r, k, j0 + RC_GAMMA_BOOST)), 1.0 / g->alpha);
+  if (g->alpha < 1) res *= pow(rc_u01o(rc_draw(r, k, j0 + RC_GAMMA_BOOST)), g->ialpha);
   return res;
 }
 
@@ -186,23 +179,24 @@ VM_INLINE double rc_logfact(double k) {
 
 /* One PTRS attempt from its two uniforms (U in (-1/2, 1/2), V in [0, 1)): the candidate (a
  * double: rejected ones may be huge), and *ok when accepted, by the squeeze or the full test
- * (NumPy's log(V) + log(invalpha) - log(a/us^2 + b) taken as one log of the product). With
+ * (NumPy's log(V) + log(invalpha) - log(a/us^2 + b) taken as one log of V invalpha us^2 /
+ * (a + b us^2): one division). With
  * libm or the branch-free vmath forms. */
 #define RC_PTRS_ATTEMPT(p, U, V, ok, FLOOR, LOG, LOGFACT)                                     \
   ({                                                                                          \
-    double us_ = 0.5 - fabs(U);                                                               \
+    double us_ = 0.5 - fabs(U), us2_ = us_ * us_;                                             \
     double kd_ = FLOOR((2.0 * (p)->a / us_ + (p)->b) * (U) + (p)->lam + 0.43);                \
     int64_t valid_ = !(kd_ < 0) & !((us_ < 0.013) & ((V) > us_));                            \
     *(ok) = ((us_ >= 0.07) & ((V) <= (p)->vr)) |                                              \
-            (valid_ & (LOG((V) * (p)->invalpha / ((p)->a / (us_ * us_) + (p)->b)) <=             \
+            (valid_ & (LOG((V) * (p)->invalpha * us2_ / ((p)->a + (p)->b * us2_)) <=             \
                        -(p)->lam + kd_ * (p)->loglam - LOGFACT(kd_)));                        \
     kd_;                                                                                      \
   })
 #define RC_LGAMMA1(k) lgamma((k) + 1)
 
-/* The first RC_PTRS_VTRIES attempts (draws j0 + 2i, j0 + 2i + 1) in vector lanes: about 15% of
- * first attempts are rejected, 2% of two (a third costs more than it saves). *ok when one
- * accepted. */
+/* RC_PTRS_VTRIES attempts (draws j0 + 2i, j0 + 2i + 1) in vector lanes, *ok when one accepted
+ * (the first wins): rejection.c's last PTRS stage, for the 2% of elements whose first two
+ * attempts were rejected. */
 #define RC_PTRS_VTRIES 2
 VM_INLINE double rc_ptrs_try(const rc_ptrs *p, uint64_t key, int64_t k, int j0, int64_t *ok) {
   double res = 0;
@@ -217,6 +211,16 @@ VM_INLINE double rc_ptrs_try(const rc_ptrs *p, uint64_t key, int64_t k, int j0, 
   }
   *ok = acc;
   return res;
+}
+
+/* The squeeze of one PTRS attempt alone (draws j, j+1), without logarithms: the candidate, and
+ * *ok when the squeeze accepts it (about 2/3 of attempts at lam 100). RC_PTRS_ATTEMPT decides
+ * the same for those and runs the full test for the others. */
+VM_INLINE double rc_ptrs_squeeze(const rc_ptrs *p, uint64_t key, int64_t k, int j, int64_t *ok) {
+  const double U = rc_u01o(rc_bits(key, k, j)) - 0.5, V = rc_u01(rc_bits(key, k, j + 1));
+  const double us = 0.5 - fabs(U);
+  *ok = (us >= 0.07) & (V <= p->vr);
+  return rc_floor((2.0 * p->a / us + p->b) * U + p->lam + 0.43);
 }
 
 static inline double rc_poisson_draw(double lam, opf_rng *r, int64_t k, int j0) {

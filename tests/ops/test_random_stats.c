@@ -155,6 +155,7 @@ static void test_rejection(void **state) {
   check_moments("random_gamma", OPF_F32, "shape=1000x1000 alpha=0.5 scale=2 seed=1", 1, 2);
   check_moments("random_gamma", OPF_F64, "shape=512x512 alpha=30 scale=0.1 seed=2", 3, 0.3);
   check_moments("random_gamma", OPF_F64, "shape=512x512 alpha=1 seed=3", 1, 1);
+  check_moments("random_gamma", OPF_F32, "shape=1000x1000 alpha=5 seed=4", 5, 5);
   check_range("random_gamma", OPF_F64, "shape=512x512 alpha=0.2", 0, INFINITY, 0);
   /* poisson: inversion (lam < 10) and PTRS (lam >= 10) */
   check_moments("poisson", OPF_I64, "shape=1000x1000 lam=4", 4, 4);
@@ -175,6 +176,68 @@ static void test_rejection(void **state) {
 }
 
 /* Each row's sample frequencies match its normalised weights; zero weights never come up. */
+/* Pearson's chi-square of an integer sample against pmf(k, a, b): bins from 0 up, the upper
+ * tail (and any bin) with an expected count below 20 pooled with its neighbour so every pooled
+ * bin expects at least 20; fails above df + 6 sqrt(2 df) (the normal approximation's six
+ * standard deviations: at a fixed seed a right sampler passes, a wrong one at 10^6 samples
+ * lands far above). */
+typedef double (*pmf_fn)(double k, double a, double b);
+static void check_pmf(const char *name, opf_dtype dt, const char *spec, pmf_fn pmf, double a,
+                      double b) {
+  enum { KMAX = 20000 };
+  opf_case c;
+  run(&c, name, dt, spec, 2);
+  const int64_t n = opf_numel(&c.out[0]);
+  double *cnt = calloc(KMAX + 1, sizeof *cnt);
+  for (int64_t k = 0; k < n; k++) {
+    double v = ts_get(&c.out[0], k);
+    if (!(v >= 0 && v == floor(v))) fail_msg("%s [%s]: element %lld is %.17g", name, spec, (long long)k, v);
+    cnt[v < KMAX ? (int)v : KMAX]++;
+  }
+  double chi2 = 0, obs = 0, exp_ = 0, cum = 0;
+  int df = -1;
+  for (int k = 0; k < KMAX; k++) {
+    double e = pmf(k, a, b) * (double)n;
+    obs += cnt[k], exp_ += e, cum += e;
+    if (exp_ >= 20 && (double)n - cum >= 20) { /* close the bin while the tail still holds 20 */
+      chi2 += (obs - exp_) * (obs - exp_) / exp_, df++;
+      obs = exp_ = 0;
+    }
+  }
+  obs += cnt[KMAX], exp_ = (double)n - cum + exp_; /* the tail: everything not yet binned */
+  chi2 += (obs - exp_) * (obs - exp_) / exp_, df++;
+  free(cnt);
+  opf_case_release(&c);
+  if (df < 1 || !(chi2 <= df + 6 * sqrt(2.0 * df)))
+    fail_msg("%s [%s]: chi-square %.1f with %d degrees of freedom (limit %.1f)", name, spec, chi2,
+             df, df + 6 * sqrt(2.0 * df));
+}
+static double poisson_pmf(double k, double lam, double unused) {
+  (void)unused;
+  return lam == 0 ? (k == 0) : exp(-lam + k * log(lam) - lgamma(k + 1));
+}
+static double nbinom_pmf(double k, double n, double p) {
+  return exp(lgamma(k + n) - lgamma(n) - lgamma(k + 1) + n * log(p) + k * log1p(-p));
+}
+
+/* The distributions of poisson and negative_binomial over whole pmfs, on both sides of the
+ * switch from inversion to PTRS at lam 10 and with rates that put a block's elements on both
+ * sides (negative_binomial's rates vary per element). */
+static void test_discrete_pmf(void **state) {
+  (void)state;
+  static const double lams[] = {0.3, 4, 9.99, 10, 10.5, 17, 100, 3000};
+  char spec[128];
+  for (size_t i = 0; i < sizeof lams / sizeof *lams; i++) {
+    snprintf(spec, sizeof spec, "shape=1000x1000 lam=%g seed=%zu", lams[i], i);
+    check_pmf("poisson", i & 1 ? OPF_F64 : OPF_I64, spec, poisson_pmf, lams[i], 0);
+  }
+  static const double nb[][2] = {{5, 0.5}, {50, 0.1}, {0.5, 0.7}, {2, 0.05}, {200, 0.9}, {30, 0.75}};
+  for (size_t i = 0; i < sizeof nb / sizeof *nb; i++) {
+    snprintf(spec, sizeof spec, "shape=1000x1000 n=%g p=%g seed=%zu", nb[i][0], nb[i][1], i);
+    check_pmf("negative_binomial", i & 1 ? OPF_I32 : OPF_F32, spec, nbinom_pmf, nb[i][0], nb[i][1]);
+  }
+}
+
 static void test_multinomial(void **state) {
   (void)state;
   static const double w[3][8] = {{1, 2, 3, 4, 0, 5, 6, 7},
@@ -306,7 +369,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_continuous),  cmocka_unit_test(test_normal_pairs),
       cmocka_unit_test(test_discrete),    cmocka_unit_test(test_dropout_mask),
-      cmocka_unit_test(test_rejection),   cmocka_unit_test(test_multinomial),
+      cmocka_unit_test(test_rejection),   cmocka_unit_test(test_discrete_pmf),
+      cmocka_unit_test(test_multinomial),
       cmocka_unit_test(test_shuffle),     cmocka_unit_test(test_reproducible),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
