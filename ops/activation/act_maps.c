@@ -90,8 +90,13 @@ AM_MAP(hard_sigmoid, ({
          VM_SEL((v > 0) & (v < 1), p0 * dy, UM_C(0));
        }),
        hard_sigmoid_ref, 4, 4, UM_R_ONE, UM_PAR_CHEAP)
-UM_MAP(log_sigmoid, VM_SEL(x < 0, x, UM_C(0)) - ACT_LOG1P01(VM_EXP(-VM_ABS(x))),
-       dy / (1 + VM_EXP(x)), log_sigmoid_ref, 6, 3, UM_R_ONE, UM_PAR_MATH)
+/* log_sigmoid: both passes from e = exp(-|x|) (VM_EXP_NP: no overflow to handle); the
+ * gradient 1 / (1 + exp(x)) = (x > 0 ? e : 1) / (1 + e) */
+UM_MAP(log_sigmoid, VM_SEL(x < 0, x, UM_C(0)) - ACT_LOG1P01(VM_EXP_NP(-VM_ABS(x))), ({
+         const __typeof__(x) e = VM_EXP_NP(-VM_ABS(x));
+         dy * VM_SEL(x > 0, e, UM_C(1)) / (1 + e);
+       }),
+       log_sigmoid_ref, 6, 3, UM_R_ONE, UM_PAR_MATH)
 AM_MAP(softplus, ({
          const __typeof__(x) bx = p0 * x;
          const __typeof__(x) sp = VM_SEL(bx > 0, bx, UM_C(0)) + ACT_LOG1P01(VM_EXP(-VM_ABS(bx)));

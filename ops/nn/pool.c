@@ -646,6 +646,9 @@ static void transpose_slices(size_t e, const void *src, void *dst, int64_t d, in
   }
 }
 
+/* Largest slice of the next plane prefetched per output row (bytes); see pool_cf_items. */
+enum { POOL_PF_ROW_MAX = 4096 };
+
 /* Channels-first planes [lo, hi) with scratch slot k. */
 static void pool_cf_items(void *ctx, int64_t lo, int64_t hi, int k) {
   const pool_ctx *t = ctx;
@@ -676,7 +679,10 @@ static void pool_cf_items(void *ctx, int64_t lo, int64_t hi, int k) {
     const char *xp = (const char *)c->in[0].data + pl * S * e;
     char *yp = (char *)c->out[0].data + pl * OS * e;
     int32_t *ap = t->max ? t->am + pl * OS : NULL;
-    const char *pf = pl + 1 < hi ? xp + S * e : NULL; /* the next plane, prefetched */
+    /* the next plane, prefetched in slices, one per output row; not when a slice would be
+     * longer than POOL_PF_ROW_MAX: a long row is a sequential stream the hardware prefetcher
+     * follows by itself, and a burst of thousands of prefetches ahead of it only stalls it */
+    const char *pf = pl + 1 < hi && (int64_t)(S * e) <= POOL_PF_ROW_MAX * OD * OH ? xp + S * e : NULL;
     q.pf = pf, q.pf_bytes = pf ? (int64_t)(S * e) : 0;
     if (t->mode == M_STAGED) {
       if (f32) stage_f32((const void *)xp, (void *)pa, D * H, W, g->p[2], t->max ? -INFINITY : 0);

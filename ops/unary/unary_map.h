@@ -10,6 +10,8 @@
 
 /* Type-generic names for the vector math, so one expression serves float32 and float64. */
 #define VM_EXP(v) _Generic((v), float: vm_expf, double: vm_exp)(v)
+/* exp of a non-positive argument (float32: vm_expf_nonpos; float64: the full vm_exp) */
+#define VM_EXP_NP(v) _Generic((v), float: vm_expf_nonpos, double: vm_exp)(v)
 #define VM_LOG(v) _Generic((v), float: vm_logf, double: vm_log)(v)
 #define VM_ABS(v) _Generic((v), float: __builtin_fabsf, double: __builtin_fabs)(v)
 #define VM_SEL(c, a, b) _Generic((a), float: vm_self_if, double: vm_seld_if)(c, a, b)

@@ -61,6 +61,31 @@ VM_INLINE float vm_expf(float x) {
   return vm_self(vm_mask32(x < -104.0f), 0.0f, y);
 }
 
+/* exp(x) for x <= 0 only (callers pass -|v|), float32: vm_expf's reduction and polynomial,
+ * with 2^n applied as one factor, exact for n >= -126 (x >= -87.33, every normal result);
+ * below, the result (under 2^-126) is flushed to 0, an absolute error under 1.2e-38. Five
+ * integer and float operations fewer per element than vm_expf, which matters where an exp is
+ * most of an elementwise map's work (log_sigmoid of 1024x1024 at 1 thread, medians of 3
+ * alternated at load 6: forward 352 -> 305 us, backward 202 -> 191 us).
+ * -inf gives 0, NaN propagates (through p; its compare is false). */
+VM_INLINE float vm_expf_nonpos(float x) {
+  const float shifter = 0x1.8p23f;
+  float t = x * 1.44269504088896341f + shifter;
+  uint32_t n = vm_f2u(t) - vm_f2u(shifter); /* n mod 2^32, in [-126, 0] where kept */
+  float fn = t - shifter;
+  float r = x - fn * 0.693359375f;
+  r = r - fn * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  float y = p * (r * r) + r + 1.0f;
+  y = y * vm_u2f((n + 127u) << 23);
+  return vm_self(vm_mask32(x < -87.33f), 0.0f, y);
+}
+
 /* exp(x), float64: same reduction with fdlibm's ln2 split (ln2_hi has 32 trailing zero
  * bits, so n*ln2_hi is exact), |r| <= ln2/2, and the Taylor series to degree 13 (truncation
  * below 1e-17 relative): within about 1 ulp of libm. Valid for x in [-746, 710]. */

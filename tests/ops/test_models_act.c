@@ -207,6 +207,50 @@ static void run_threads(opf_case *c, const char *name, opf_dtype dt, const char 
   omp_set_num_threads(saved);
 }
 
+/* log_sigmoid float32, forward and backward, from vmath.h's exp of a non-positive argument
+ * (vm_expf_nonpos), against float64 element by element: x over both tails in steps of 1/8
+ * (the exp's flush below -87.33 included: x up to +/-100), the specials, and lengths around
+ * the vector widths (1, 15, 16, 17, 33: masked and scalar tails) at 1 and 2 threads. The
+ * gradient of a tail value is dy e^-|x| (relative precision down to the normal range, an
+ * absolute 1.2e-38 below, where the exp flushes); of x = +inf 0, of -inf dy. */
+static void log_sigmoid_check(int64_t n, int threads) {
+  opf_case c;
+  char spec[32];
+  snprintf(spec, sizeof spec, "x=%lld", (long long)n);
+  int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  ts_case_ready(&c, ts_op("log_sigmoid"), OPF_F32, spec, 1, 7);
+  float *x = c.in[0].data, *dy = c.gout[0].data;
+  for (int64_t i = 0; i < n; i++) x[i] = -100.0f + (float)((i * 37) % 1601) / 8.0f;
+  for (int64_t i = 0; i < n; i++) dy[i] = 0.5f + (float)(i % 7) / 4.0f;
+  const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-30f, -1e-30f, 87.3f, -87.4f,
+                      88.7f, -104.0f, 17.0f, -17.0f};
+  for (int i = 0; i < (int)(sizeof sp / sizeof sp[0]) && i < n; i++) x[n - 1 - i] = sp[i];
+  assert_int_equal(c.op->forward(&c), OPF_OK);
+  assert_int_equal(c.op->backward(&c), OPF_OK);
+  const float *y = c.out[0].data, *dx = c.gin[0].data;
+  for (int64_t i = 0; i < n; i++) {
+    const double v = x[i], g = dy[i];
+    const double wy = v < 0 ? v - log1p(exp(v)) : -log1p(exp(-v)), wd = g / (1 + exp(v));
+    int ok;
+    if (isnan(v)) ok = isnan(y[i]) && isnan(dx[i]);
+    else if (isinf(v)) ok = y[i] == (v < 0 ? -INFINITY : 0) && dx[i] == (v < 0 ? (float)g : 0);
+    else ok = fabs(y[i] - wy) <= 4e-7 * fabs(wy) + 1e-37 && fabs(dx[i] - wd) <= 4e-7 * fabs(wd) + 1.2e-38 * g;
+    if (!ok)
+      fail_msg("log_sigmoid n=%lld threads=%d: x = %.9g: y %.9g (want %.9g), dx %.9g (want %.9g)",
+               (long long)n, threads, v, y[i], wy, dx[i], wd);
+  }
+  opf_case_release(&c);
+  omp_set_num_threads(saved);
+}
+
+static void test_log_sigmoid_accuracy(void **state) {
+  (void)state;
+  const int64_t ns[] = {1, 15, 16, 17, 33, 1601, 70001};
+  for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
+    for (int t = 1; t <= 2; t++) log_sigmoid_check(ns[k], t);
+}
+
 /* Parameter gradients (sums over many rows) must not change with the thread count: the
  * partial sums are cut by the shape only (dense_relu: its db; its GEMMs are OpenBLAS's). */
 static void test_param_grads_thread_invariant(void **state) {
@@ -241,6 +285,7 @@ int main(void) {
       cmocka_unit_test(test_gelu_accuracy),
       cmocka_unit_test(test_masked_semantics),
       cmocka_unit_test(test_param_grads_thread_invariant),
+      cmocka_unit_test(test_log_sigmoid_accuracy),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
