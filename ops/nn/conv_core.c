@@ -22,9 +22,14 @@
  * layers (C = 3: Kc = 27, F = 64), 16-channel 3x3 and 64-channel 1x1 convolutions and every
  * grouped shape with the OpenBLAS build as installed (which runs its AVX2 Haswell kernels on
  * this AVX-512 machine), and stay within ~10% of its AVX-512 kernels
- * (OPENBLAS_CORETYPE=SkylakeX); beyond Kc = 256 BLAS's AVX-512 kernels win. */
+ * (OPENBLAS_CORETYPE=SkylakeX); beyond Kc = 256 BLAS's AVX-512 kernels win. Against the own
+ * packed AVX-512 GEMM (conv_gemm.c, since its unmasked stores) they lose once the weight
+ * block passes about 64 x 160 (Zen 5, 1 thread, interleaved: conv1d 1x64x65536 64 filters
+ * k3, Fg x Kc = 64 x 192: forward 15.3 -> 10.2 ms, backward 30.8 -> 23.5 ms on the GEMM; 64 x
+ * 144 stride 2: 3.2 small vs 3.3 GEMM; 16 x 144: 3.9 small vs 6.2 GEMM). */
 #define CONV_SMALL_F 64
 #define CONV_SMALL_K 256
+#define CONV_SMALL_FK (64 * 160)
 
 static size_t al64(size_t b) { return (b + 63) & ~(size_t)63; }
 
@@ -475,7 +480,8 @@ void nn_conv_geom_finish(nn_conv_geom *g, opf_dtype dt) {
   g->KK = g->k[0] * g->k[1] * g->k[2], g->Kc = g->Cg * g->KK, g->Kall = g->C * g->KK;
   g->fast = g->KK == 1;
   for (int a = 0; a < 3; a++) g->fast &= g->s[a] == 1 && g->p[a] == 0;
-  g->small = !g->nhwc && g->Fg <= CONV_SMALL_F && g->Kc <= CONV_SMALL_K;
+  g->small = !g->nhwc && g->Fg <= CONV_SMALL_F && g->Kc <= CONV_SMALL_K &&
+             g->Fg * g->Kc <= CONV_SMALL_FK;
   g->dwise = g->small && !g->fast && g->Cg == 1 && g->KK <= CONV_MAX_TAPS;
   for (int a = 0; a < 3; a++) /* a window that does not fit: infer rejects it */
     if (g->in[a] <= 0 || g->out[a] <= 0) return;

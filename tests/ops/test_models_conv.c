@@ -437,6 +437,10 @@ static void test_float32_paths(void **state) {
       {"conv2d_batch_norm", "x=3x17x13x11 filters=19 kernel=3 pad=1"},
       {"conv2d_batch_norm_relu", "x=1x24x9x21 filters=16 kernel=3 pad=2"},
       {"conv1d", "x=2x48x301 filters=40 kernel=3 stride=2 pad=1"},
+      /* either side of the small products' limit (Fg x Kc <= 64 x 160): 64 x 192 on the
+       * packed GEMM, 64 x 144 on the small products */
+      {"conv1d", "x=2x64x301 filters=64 kernel=3 pad=1"},
+      {"conv1d", "x=1x48x301 filters=64 kernel=3 pad=1 b=none"},
       {"conv3d", "x=1x20x5x9x7 filters=40 kernel=3 stride=2 pad=1"},
       /* 3-D Winograd (conv_wino3d.c; forced below where the default would not take it):
        * partial tiles, pads 0-2, a 2-deep window, channels last, odd N, depth chunks (64
