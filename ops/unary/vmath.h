@@ -40,10 +40,12 @@ VM_INLINE double vm_seld_if(int cond, double a, double b) {
  * round correctly. The arithmetic is valid for x in [-104, 88.8]; outside, the result is
  * replaced by inf or 0 at the end (the garbage computed there is discarded). NaN propagates
  * through p. */
-VM_INLINE float vm_expf(float x) {
+/* The shared core of vm_expf and vm_expf_nonpos: x = n ln2 + r (n in *n, mod 2^32), and the
+ * polynomial's exp(r). */
+VM_INLINE float vm_expf_reduced(float x, uint32_t *n) {
   const float shifter = 0x1.8p23f;
   float t = x * 1.44269504088896341f + shifter;
-  int32_t n = (int32_t)(vm_f2u(t) - vm_f2u(shifter)); /* in [-150, 128] where valid */
+  *n = vm_f2u(t) - vm_f2u(shifter);
   float fn = t - shifter;
   float r = x - fn * 0.693359375f;
   r = r - fn * -2.12194440e-4f;
@@ -53,7 +55,12 @@ VM_INLINE float vm_expf(float x) {
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  float y = p * (r * r) + r + 1.0f;
+  return p * (r * r) + r + 1.0f;
+}
+VM_INLINE float vm_expf(float x) {
+  uint32_t un;
+  float y = vm_expf_reduced(x, &un);
+  int32_t n = (int32_t)un; /* in [-150, 128] where valid */
   /* n1 = floor(n / 2) with a logical shift of a biased value (wraps harmlessly off range) */
   uint32_t n1 = ((uint32_t)n + 256u) >> 1, n2 = (uint32_t)n + 128u - n1;
   y = y * vm_u2f((n1 - 1u) << 23) * vm_u2f((n2 + 127u) << 23);
@@ -69,19 +76,8 @@ VM_INLINE float vm_expf(float x) {
  * alternated at load 6: forward 352 -> 305 us, backward 202 -> 191 us).
  * -inf gives 0, NaN propagates (through p; its compare is false). */
 VM_INLINE float vm_expf_nonpos(float x) {
-  const float shifter = 0x1.8p23f;
-  float t = x * 1.44269504088896341f + shifter;
-  uint32_t n = vm_f2u(t) - vm_f2u(shifter); /* n mod 2^32, in [-126, 0] where kept */
-  float fn = t - shifter;
-  float r = x - fn * 0.693359375f;
-  r = r - fn * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  float y = p * (r * r) + r + 1.0f;
+  uint32_t n; /* n mod 2^32, in [-126, 0] where kept */
+  float y = vm_expf_reduced(x, &n);
   y = y * vm_u2f((n + 127u) << 23);
   return vm_self(vm_mask32(x < -87.33f), 0.0f, y);
 }
