@@ -295,8 +295,13 @@ __attribute__((target("avx512f"))) static void gmax16_f32_avx512(const float *x,
   _mm512_storeu_ps(mv, m[0]);
   for (int p = 0; p < 16; p++) {
     const float *xp = x + p * n;
+    int32_t k0;
     if (nanp >> p & 1) {
-      gmax_run_f32(xp, n, y + p, am + p);
+      gmax_run_f32(xp, n, y + p, am ? am + p : &k0);
+      continue;
+    }
+    if (!am && mv[p] != 0.0f) { /* values only: vmaxps returns one of its operands, and a */
+      y[p] = mv[p];             /* nonzero maximum has the bits of every element equal to it */
       continue;
     }
     const __m512 b = _mm512_set1_ps(mv[p]);
@@ -311,7 +316,8 @@ __attribute__((target("avx512f"))) static void gmax16_f32_avx512(const float *x,
           best, _mm512_cmp_ps_mask(_mm512_loadu_ps(xp + n - 16), b, _CMP_EQ_OQ), best,
           _mm512_add_epi32(lane, _mm512_set1_epi32((int32_t)(n - 16))));
     const int32_t k = _mm512_reduce_min_epi32(best);
-    am[p] = k, y[p] = xp[k];
+    if (am) am[p] = k;
+    y[p] = xp[k]; /* (a zero maximum: the first zero's sign, as gmax_run) */
   }
 }
 
@@ -327,12 +333,14 @@ __attribute__((target("avx512f"))) static void gmax_long_f32_avx512(const float 
                                                                      float *y, int32_t *am) {
   const __m512 x0 = _mm512_loadu_ps(x);
   if (_mm512_cmp_ps_mask(x0, x0, _CMP_UNORD_Q)) {
-    gmax_run_f32(x, n, y, am);
+    int32_t t;
+    gmax_run_f32(x, n, y, am ? am : &t);
     return;
   }
   const __m512 ninf = _mm512_set1_ps(-INFINITY);
   float best = -INFINITY;
   int64_t bi = -1;
+  int found = 0;
   for (int64_t b0 = 0; b0 < n; b0 += G_LBLK) {
     const int64_t len = n - b0 < G_LBLK ? n - b0 : G_LBLK;
     const float *xb = x + b0;
@@ -349,7 +357,12 @@ __attribute__((target("avx512f"))) static void gmax_long_f32_avx512(const float 
       a0 = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, m, xb + i), a0);
     }
     const float bm = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(a0, a1), _mm512_max_ps(a2, a3)));
-    if (bi >= 0 && !(bm > best)) continue;
+    if (found && !(bm > best)) continue;
+    found = 1;
+    if (!am && bm != 0.0f) { /* values only: no index needed (see gmax16_f32_avx512) */
+      best = bm;
+      continue;
+    }
     const __m512 b = _mm512_set1_ps(bm);
     for (i = 0; i < len; i += 16) {
       const __mmask16 m = len - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (len - i)) - 1);
@@ -361,17 +374,21 @@ __attribute__((target("avx512f"))) static void gmax_long_f32_avx512(const float 
     }
     best = bm;
   }
-  *y = x[bi], *am = (int32_t)bi;
+  /* values only with a nonzero maximum: best; else the element (a zero's sign: the first) */
+  *y = am || best == 0.0f ? x[bi] : best;
+  if (am) *am = (int32_t)bi;
 }
 #define GMAX16_AVX512() __builtin_cpu_supports("avx512f")
 #else
 #define GMAX16_AVX512() 0
 enum { G_LONG = 1024 };
 static void gmax16_f32_avx512(const float *x, int64_t n, float *y, int32_t *am) {
-  gmaxv_f32(x, n, y, am);
+  int32_t t[16];
+  gmaxv_f32(x, n, y, am ? am : t);
 }
 static void gmax_long_f32_avx512(const float *x, int64_t n, float *y, int32_t *am) {
-  gmax_run_f32(x, n, y, am);
+  int32_t t;
+  gmax_run_f32(x, n, y, am ? am : &t);
 }
 #endif
 
@@ -399,6 +416,9 @@ static void gpool_items(void *ctx, int64_t lo, int64_t hi, int k) {
   size_t e = opf_dtype_size(c->dtype);
   int64_t S = g->S, C = g->C;
   int32_t *am = c->ws;
+  /* no input gradient, so no backward follows: the AVX-512 float32 kernels skip the argmax
+   * (the values are the same bits) */
+  int32_t *am16 = c->gin[0].data ? am : NULL;
   double sc = 1.0 / (double)S;
   if (t->bwd) {
     if (max) { /* units [lo, hi): planes, or images (channels-last) */
@@ -433,12 +453,12 @@ static void gpool_items(void *ctx, int64_t lo, int64_t hi, int k) {
     const int v512 = f32 && GMAX16_AVX512();
     if (v512 && S >= G_LONG) { /* long planes: one pass each */
       for (; it < hi; it++)
-        gmax_long_f32_avx512((const float *)x + it * S, S, (float *)y + it, am + it);
+        gmax_long_f32_avx512((const float *)x + it * S, S, (float *)y + it, am16 ? am16 + it : NULL);
       return;
     }
     for (; S >= V && it + V <= hi; it += V) {
       const void *xp = x + (size_t)(it * S) * e;
-      if (v512) gmax16_f32_avx512(xp, S, (float *)y + it, am + it);
+      if (v512) gmax16_f32_avx512(xp, S, (float *)y + it, am16 ? am16 + it : NULL);
       else if (f32) gmaxv_f32(xp, S, (float *)y + it, am + it);
       else gmaxv_f64(xp, S, (double *)y + it, am + it);
     }
