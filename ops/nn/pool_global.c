@@ -20,9 +20,15 @@ enum { G_SHORT = 16 }; /* short channels-first planes reduced together (gshort) 
                                                                    vf_##S *mo, vi_##S *ao) {  \
     enum { V = LANES_##S };                                                                   \
     const vi_##S lane = LANE_IDX_##S;                                                         \
-    vf_##S m[G_ACC];                                                                          \
+    vf_##S m[G_ACC], m0;                                                                      \
     vi_##S a[G_ACC];                                                                          \
-    for (int k = 0; k < G_ACC; k++) memcpy(&m[k], x, sizeof m[k]), a[k] = lane;               \
+    memcpy(&m0, x, sizeof m0);                                                                \
+    /* a NaN past x[0] starts its lane at -inf: the sequential max skips it (a NaN at x[0]   \
+     * is the answer); left in, it kept every later element of its lane out */               \
+    const vm_##S keep = (m0 == m0) | (IDX_MASK_##S(lane) == 0);                               \
+    const vf_##S ninf = (vf_##S){0} - (T)INFINITY;                                            \
+    m0 = (vf_##S)(((vm_##S)m0 & keep) | ((vm_##S)ninf & ~keep));                              \
+    for (int k = 0; k < G_ACC; k++) m[k] = m0, a[k] = lane;                                   \
     int64_t i = 0;                                                                            \
     for (; i + G_ACC * V <= n; i += G_ACC * V)                                                \
       for (int k = 0; k < G_ACC; k++) {                                                       \
