@@ -119,7 +119,11 @@ typedef struct opf_op {
   /* Validate inputs/params and set every c->out[i] shape and dtype; may set c->ws_bytes.
    * Returns OPF_EINVAL with opf_case_error() for incompatible shapes or params. */
   int (*infer)(opf_case *c);
-  opf_kernel_fn forward;   /* required */
+  opf_kernel_fn forward;   /* required. c->gin[i].data is non-NULL exactly when the case was
+                            * allocated for a backward (passes bwd and both; the fwd pass has
+                            * none): a forward may skip state only its backward reads (sort's
+                            * permutation, global max pooling's argmax in c->ws) when the
+                            * gradients it would serve are NULL */
   opf_kernel_fn backward;  /* NULL when not differentiable: fill c->gin[i] for OPF_IN_DIFF
                             * inputs from c->gout (c->in and c->out hold the forward pass) */
   opf_kernel_fn reference; /* required: naive, obviously correct forward into c->out */
