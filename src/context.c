@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "build_info.h"
+#include "git_hash.h"
 #include "opperf/blaskernel.h"
 #include "opperf/report.h"
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "build_info.h"
+#include "git_hash.h"
 #include "cli.h"
 
 static const struct {
