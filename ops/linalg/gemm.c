@@ -1,5 +1,7 @@
 /* gemm.c: the BLAS-3 products linalg_gemm, out = alpha op(A) op(B) + beta C, and syrk,
- * out = alpha A A^T (or alpha A^T A), with their gradients, through OpenBLAS GEMM and SYRK.
+ * out = alpha A A^T (or alpha A^T A), with their gradients. linalg_gemm's float32 products run
+ * on the own kernels of lin_sgemm.c where they cover the shape (as dot's do; its "openblas"
+ * --impl keeps every product on OpenBLAS GEMM/GEMV), syrk on OpenBLAS SYRK.
  * syrk computes one triangle (half the flops of the equivalent GEMM) and mirrors it, since
  * the operator returns the full symmetric matrix. */
 #include "linalg/linalg.h"
@@ -23,30 +25,30 @@ static int gemm_infer(opf_case *c) {
   return OPF_OK;
 }
 
-static int gemm_forward(opf_case *c) {
+static int gemm_run(opf_case *c, int bwd, int blas) {
   lin_mm m;
   int64_t batch;
   opf_lin_mm_of(c, &m, &batch);
-  const double beta = c->p[G_BETA];
-  /* beta C pre-loaded into out for GEMM to add onto; beta 0 skips reading C (BLAS ignores the
-   * old contents then, NaN included) */
-  if (beta != 0) memcpy(c->out[0].data, c->in[2].data, c->out[0].nbytes);
-  lin_gemm_ab(m.dt, m.ta, m.tb, m.M, m.N, m.K, c->p[G_ALPHA], c->in[0].data, lin_lda(&m),
-              c->in[1].data, lin_ldb(&m), beta, c->out[0].data, m.N);
+  m.blas = blas;
+  const double alpha = c->p[G_ALPHA], beta = c->p[G_BETA];
+  if (!bwd) {
+    /* beta C pre-loaded into out for GEMM to add onto; beta 0 skips reading C (BLAS ignores
+     * the old contents then, NaN included) */
+    if (beta != 0) memcpy(c->out[0].data, c->in[2].data, c->out[0].nbytes);
+    lin_gemm_own(blas, m.dt, m.ta, m.tb, m.M, m.N, m.K, alpha, c->in[0].data, lin_lda(&m),
+                 c->in[1].data, lin_ldb(&m), beta, c->out[0].data, m.N);
+    return OPF_OK;
+  }
+  /* dA and dB as for dot, scaled by alpha; dC = beta G. */
+  lin_mm_backward_ab(&m, alpha, c->in[0].data, c->in[1].data, c->gout[0].data, c->gin[0].data,
+                     c->gin[1].data);
+  if (c->gin[2].data) opf_lin_scale(c->dtype, m.M * m.N, beta, c->gout[0].data, c->gin[2].data);
   return OPF_OK;
 }
-
-/* dA and dB as for dot, scaled by alpha; dC = beta G. */
-static int gemm_backward(opf_case *c) {
-  lin_mm m;
-  int64_t batch;
-  opf_lin_mm_of(c, &m, &batch);
-  lin_mm_backward_ab(&m, c->p[G_ALPHA], c->in[0].data, c->in[1].data, c->gout[0].data,
-                     c->gin[0].data, c->gin[1].data);
-  if (c->gin[2].data)
-    opf_lin_scale(c->dtype, m.M * m.N, c->p[G_BETA], c->gout[0].data, c->gin[2].data);
-  return OPF_OK;
-}
+static int gemm_forward(opf_case *c) { return gemm_run(c, 0, 0); }
+static int gemm_backward(opf_case *c) { return gemm_run(c, 1, 0); }
+static int gemm_blas_fwd(opf_case *c) { return gemm_run(c, 0, 1); }
+static int gemm_blas_bwd(opf_case *c) { return gemm_run(c, 1, 1); }
 
 static int gemm_reference(opf_case *c) {
   lin_mm m;
@@ -85,7 +87,7 @@ OPPERF_OP(linalg_gemm) = {
     .abi = OPF_OP_ABI,
     .name = "linalg_gemm",
     .category = "linalg",
-    .summary = "general matrix product alpha op(a) op(b) + beta c through OpenBLAS GEMM",
+    .summary = "general matrix product alpha op(a) op(b) + beta c (own float32 kernels, else OpenBLAS GEMM)",
     .dtypes = OPF_DT_FLOAT,
     .n_in = 3,
     .in = {{.name = "a", .dtype = OPF_DT_CASE, .flags = OPF_IN_DIFF, .lo = -1, .hi = 1,
@@ -119,6 +121,9 @@ OPPERF_OP(linalg_gemm) = {
                {"small", "a=5x7 b=7x1 c=5x1"},
                {"test", "a=301x517 b=517x129 alpha=1.5 beta=0.5"},
                {"test", "a=517x301 b=129x517 transpose_a=true transpose_b=true alpha=-1 beta=2"},
+               {"test", "a=301x517 b=517x129 beta=0.5"},
+               {"test", "a=517x301 b=129x517 transpose_a=true transpose_b=true beta=0"},
+               {"test", "a=301x517 b=129x517 transpose_b=true"},
                {"large", "a=4096x4096 b=4096x4096"}},
     .infer = gemm_infer,
     .forward = gemm_forward,
@@ -127,6 +132,9 @@ OPPERF_OP(linalg_gemm) = {
     .flops = gemm_flops,
     .bytes = gemm_bytes,
 };
+OPPERF_IMPL(linalg_gemm_openblas) = {.abi = OPF_OP_ABI, .name = "openblas", .implements = "linalg_gemm",
+                                     .summary = "every product by OpenBLAS GEMM/GEMV",
+                                     .forward = gemm_blas_fwd, .backward = gemm_blas_bwd};
 
 /* ---- syrk ---- */
 enum { S_TRANS = 0, S_ALPHA = 1 };
