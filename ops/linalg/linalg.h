@@ -247,6 +247,15 @@ static inline int lin_getrf(opf_dtype dt, int64_t n, void *a, int *ipiv) {
   return info;
 }
 
+/* lin_lu.c: lin_getrf's float32 factorization (the same contract) by recursion on the own GEMM. */
+int lin_own_sgetrf(int64_t n, float *a, int *ipiv);
+
+/* lin_getrf by lin_lu.c for float32 unless blas (LAPACK's, OpenBLAS's kernels). */
+static inline int lin_getrf_own(int blas, opf_dtype dt, int64_t n, void *a, int *ipiv) {
+  if (!blas && dt == OPF_F32) return lin_own_sgetrf(n, a, ipiv);
+  return lin_getrf(dt, n, a, ipiv);
+}
+
 /* Inverse from lin_getrf's factors, in place: the row-major buffer then holds A^-1. work has
  * n * LIN_GETRI_NB elements. */
 static inline int lin_getri(opf_dtype dt, int64_t n, void *a, const int *ipiv, void *work) {

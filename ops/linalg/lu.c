@@ -1,7 +1,8 @@
 /* lu.c: the LU-based operators inverse (A^-1), det (det A) and slogdet (sign and log|det A|)
- * of a general square matrix, with their gradients, through OpenBLAS's LAPACK getrf/getri and
- * GEMM. Gradients: inverse -A^-T G A^-T; det g det(A) A^-T; slogdet g A^-T (the sign is
- * piecewise constant). det and slogdet keep forward's LU factors in the workspace, and their
+ * of a general square matrix, with their gradients: float32 LU by lin_lu.c (the own GEMM;
+ * --impl openblas: OpenBLAS's LAPACK getrf), float64 LU, getri and the GEMMs by OpenBLAS.
+ * Gradients: inverse -A^-T G A^-T; det g det(A) A^-T; slogdet g A^-T (the sign is piecewise
+ * constant). det and slogdet keep forward's LU factors in the workspace, and their
  * backward turns a copy of them into A^-1 (getri). */
 #include <math.h>
 
@@ -44,11 +45,11 @@ static int64_t dim(const opf_case *c) { return c->in[0].shape[0]; }
 
 static int inverse_infer(opf_case *c) { return lu_infer(c, 0, 0); }
 
-static int inverse_forward(opf_case *c) {
+static int inverse_run(opf_case *c, int blas) {
   const int64_t n = dim(c);
   lu_ws w = lu_ws_of(c, 0);
   memcpy(c->out[0].data, c->in[0].data, c->out[0].nbytes);
-  int info = lin_getrf(c->dtype, n, c->out[0].data, w.ipiv);
+  int info = lin_getrf_own(blas, c->dtype, n, c->out[0].data, w.ipiv);
   if (info > 0)
     return opf_case_error(c, OPF_EINVAL, "a is singular: U[%d][%d] of its LU is zero", info - 1,
                           info - 1);
@@ -56,6 +57,9 @@ static int inverse_forward(opf_case *c) {
   if (info) return opf_case_error(c, OPF_EKERNEL, "getri failed (info %d)", info);
   return OPF_OK;
 }
+
+static int inverse_forward(opf_case *c) { return inverse_run(c, 0); }
+static int inverse_blas_fwd(opf_case *c) { return inverse_run(c, 1); }
 
 /* Y = A^-1: dY = -Y dA Y gives dA = -Y^T G Y^T: T = G Y^T, then dA = -Y^T T (two GEMMs). */
 static int inverse_backward(opf_case *c) {
@@ -114,7 +118,7 @@ OPPERF_OP(inverse) = {
     .abi = OPF_OP_ABI,
     .name = "inverse",
     .category = "linalg",
-    .summary = "inverse of a general square matrix (LAPACK getrf + getri)",
+    .summary = "inverse of a general square matrix (LU + LAPACK getri)",
     .dtypes = OPF_DT_FLOAT,
     .n_in = 1,
     .in = {{.name = "a", .dtype = OPF_DT_CASE, .flags = OPF_IN_DIFF, .fill = opf_lin_fill_general,
@@ -135,12 +139,12 @@ OPPERF_OP(inverse) = {
 
 /* LU of A into the workspace; sign and log|det| from its diagonal and pivots (log 0 = -inf and
  * sign 0 when A is exactly singular). ipiv is 1-based: a swap wherever ipiv[k] != k + 1. */
-static void lu_logdet(opf_case *c, double *sign, double *logabs) {
+static void lu_logdet(opf_case *c, int blas, double *sign, double *logabs) {
   const opf_dtype dt = c->dtype;
   const int64_t n = dim(c);
   lu_ws w = lu_ws_of(c, 1);
   memcpy(w.lu, c->in[0].data, c->in[0].nbytes);
-  lin_getrf(dt, n, w.lu, w.ipiv); /* info > 0 (singular) shows as a zero on the diagonal */
+  lin_getrf_own(blas, dt, n, w.lu, w.ipiv); /* info > 0 (singular) shows as a zero on the diagonal */
   double s = 1, l = 0;
   for (int64_t k = 0; k < n; k++) {
     const double u = lin_get(dt, w.lu, k * n + k);
@@ -168,20 +172,25 @@ static int lu_grad(opf_case *c, double s) {
 static int det_infer(opf_case *c) { return lu_infer(c, 1, 1); }
 static int slogdet_infer(opf_case *c) { return lu_infer(c, 1, 2); }
 
-static int det_forward(opf_case *c) {
+static int det_run(opf_case *c, int blas) {
   double s, l;
-  lu_logdet(c, &s, &l);
+  lu_logdet(c, blas, &s, &l);
   lin_set(c->dtype, c->out[0].data, 0, s * exp(l));
   return OPF_OK;
 }
 
-static int slogdet_forward(opf_case *c) {
+static int slogdet_run(opf_case *c, int blas) {
   double s, l;
-  lu_logdet(c, &s, &l);
+  lu_logdet(c, blas, &s, &l);
   lin_set(c->dtype, c->out[0].data, 0, s);
   lin_set(c->dtype, c->out[1].data, 0, l);
   return OPF_OK;
 }
+
+static int det_forward(opf_case *c) { return det_run(c, 0); }
+static int det_blas_fwd(opf_case *c) { return det_run(c, 1); }
+static int slogdet_forward(opf_case *c) { return slogdet_run(c, 0); }
+static int slogdet_blas_fwd(opf_case *c) { return slogdet_run(c, 1); }
 
 static int det_backward(opf_case *c) {
   return lu_grad(c, lin_get(c->dtype, c->gout[0].data, 0) * lin_get(c->dtype, c->out[0].data, 0));
@@ -240,7 +249,7 @@ OPPERF_OP(det) = {
     .abi = OPF_OP_ABI,
     .name = "det",
     .category = "linalg",
-    .summary = "determinant of a square matrix through its LU factorization (LAPACK getrf)",
+    .summary = "determinant of a square matrix through its LU factorization",
     .dtypes = OPF_DT_FLOAT,
     .n_in = 1,
     .in = {{.name = "a", .dtype = OPF_DT_CASE, .flags = OPF_IN_DIFF, .fill = opf_lin_fill_general,
@@ -261,7 +270,7 @@ OPPERF_OP(slogdet) = {
     .abi = OPF_OP_ABI,
     .name = "slogdet",
     .category = "linalg",
-    .summary = "sign and log|det| of a square matrix through its LU factorization (LAPACK getrf)",
+    .summary = "sign and log|det| of a square matrix through its LU factorization",
     .dtypes = OPF_DT_FLOAT,
     .n_in = 1,
     .in = {{.name = "a", .dtype = OPF_DT_CASE, .flags = OPF_IN_DIFF, .fill = opf_lin_fill_logdet,
@@ -277,3 +286,11 @@ OPPERF_OP(slogdet) = {
     .flops = logdet_flops,
     .bytes = logdet_bytes,
 };
+
+/* OpenBLAS's LAPACK getrf for the factorization (the float32 default is lin_lu.c's). */
+#define LU_BLAS_IMPL(op, fwd, bwd)                                                             \
+  {.abi = OPF_OP_ABI, .name = "openblas", .implements = op,                                  \
+   .summary = "LU by OpenBLAS's LAPACK getrf", .forward = fwd, .backward = bwd}
+OPPERF_IMPL(inverse_openblas) = LU_BLAS_IMPL("inverse", inverse_blas_fwd, inverse_backward);
+OPPERF_IMPL(det_openblas) = LU_BLAS_IMPL("det", det_blas_fwd, det_backward);
+OPPERF_IMPL(slogdet_openblas) = LU_BLAS_IMPL("slogdet", slogdet_blas_fwd, slogdet_backward);
