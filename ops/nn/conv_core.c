@@ -533,8 +533,90 @@ static size_t wp_bytes(const nn_conv_geom *g) {
   return al64((size_t)(g->F * g->Kc) * g->esz) + (size_t)g->groups * wpk_group_bytes(g);
 }
 
+/* ---- thin images: one product over the whole batch ----
+ * Channels-first blocks never cross images, so a small plane (a 4x4 input of a 4x4 stride-2
+ * transposed convolution's backward) makes every product P columns wide: too thin for the
+ * own kernel (OpenBLAS's Haswell GEMM ran it, its packing a quarter of the time), and the
+ * weight gradient a K = P product per image re-reading all of dW. With P below CONV_THIN_P,
+ * the forward driver instead writes col for all images side by side (Kall x N P, CONV_THIN_BYTES
+ * at most) and runs Y = W col and dW = G col^T once each on the own threaded GEMM
+ * (lin_sgemm.c), gathering G and scattering Y between the image-major layout and the
+ * product's channel-major one. Float32, one group, no epilogue but a bias. */
+#define CONV_THIN_P 32
+#define CONV_THIN_BYTES ((int64_t)64 << 20)
+
+static size_t thin_bytes(const nn_conv_geom *g) {
+  const int64_t NP = g->N * g->P;
+  return al64((size_t)(g->Kall * NP) * 4) + 2 * al64((size_t)(g->F * NP) * 4);
+}
+
+static int thin_fits(const nn_conv_geom *g) {
+  return g->esz == 4 && !g->nhwc && g->groups == 1 && !g->fast && !g->dwise && !g->openblas &&
+         g->P < CONV_THIN_P && g->N > 1 && (int64_t)thin_bytes(g) <= CONV_THIN_BYTES &&
+         nn_gemm_own(OPF_F32, g->F, g->N * g->P, g->Kall);
+}
+
 size_t nn_conv_ws_bytes(const nn_conv_geom *g) {
-  return wp_bytes(g) + (size_t)omp_get_max_threads() * slot_bytes(g);
+  size_t core = wp_bytes(g) + (size_t)omp_get_max_threads() * slot_bytes(g);
+  size_t thin = g->esz == 4 && g->P < CONV_THIN_P ? thin_bytes(g) : 0;
+  return core > thin ? core : thin;
+}
+
+/* C (M x N) = op(A) op(B), row-major float32: the own threaded kernels, else OpenBLAS. */
+static void thin_gemm(int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                      const float *B, int64_t ldb, float *C) {
+  if (!lin_own_sgemm(0, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, N))
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N,
+                (int)K, 1.0f, A, (int)lda, B, (int)ldb, 0.0f, C, (int)N);
+}
+
+static void thin_forward(const nn_conv_job *j) {
+  const nn_conv_geom *g = j->g;
+  const conv_kern *k = &conv_kerns[OPF_F32];
+  const int64_t N = g->N, P = g->P, F = g->F, NP = N * P, C = g->C, S = g->S;
+  float *col = j->ws, *ym = col + al64((size_t)(g->Kall * NP) * 4) / 4;
+  float *gm = ym + al64((size_t)(F * NP) * 4) / 4;
+  const int par = (double)g->Kall * (double)NP > OPF_PAR_MIN;
+#pragma omp parallel for schedule(static) if (par)
+  for (int64_t n = 0; n < N; n++)
+    k->im2col[0]((char *)(col + n * P), NP, (const char *)j->big + (size_t)(n * C * S) * 4, g, 0, P);
+  if (j->small) {
+    thin_gemm(0, F, NP, g->Kall, j->w, g->Kall, col, NP, ym);
+    const float *b = j->shift;
+    float *y = j->small;
+#pragma omp parallel for schedule(static) if (par)
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t f = 0; f < F; f++) {
+        const float *src = ym + f * NP + n * P;
+        float *dst = y + (n * F + f) * P, bf = b ? b[f] : 0.0f;
+        for (int64_t q = 0; q < P; q++) dst[q] = src[q] + bf;
+      }
+  }
+  if (j->dw) {
+    const float *gs = j->gsmall;
+#pragma omp parallel for schedule(static) if (par)
+    for (int64_t f = 0; f < F; f++)
+      for (int64_t n = 0; n < N; n++) memcpy(gm + f * NP + n * P, gs + (n * F + f) * P, (size_t)P * 4);
+    thin_gemm(1, F, g->Kall, NP, gm, NP, col, NP, j->dw);
+  }
+  if (j->dbig_sum) {
+    const float *bg = j->big;
+    float *out = j->dbig_sum;
+#pragma omp parallel for schedule(static) if (par)
+    for (int64_t c = 0; c < C; c++) {
+      double acc = 0;
+      for (int64_t n = 0; n < N; n++) {
+        const float *r = bg + (n * C + c) * S;
+        float s4[4] = {0, 0, 0, 0};
+        int64_t i = 0;
+        for (; i + 4 <= S; i += 4)
+          s4[0] += r[i], s4[1] += r[i + 1], s4[2] += r[i + 2], s4[3] += r[i + 3];
+        for (; i < S; i++) s4[0] += r[i];
+        acc += (double)((s4[0] + s4[1]) + (s4[2] + s4[3]));
+      }
+      out[c] = (float)acc;
+    }
+  }
 }
 
 static conv_slot slot_at(const conv_run *t, int k) {
@@ -847,6 +929,10 @@ static void run_items(const conv_run *t, int bwd) {
 }
 
 void nn_conv_forward(const nn_conv_job *j) {
+  if (!j->scale && !j->relu && j->ws_bytes >= thin_bytes(j->g) && thin_fits(j->g)) {
+    thin_forward(j);
+    return;
+  }
   conv_run t;
   run_init(&t, j, NULL);
   if (j->small) run_pack(&t, 0);

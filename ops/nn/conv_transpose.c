@@ -69,6 +69,7 @@ OPPERF_OP(conv2d_transpose) = {
                {"test", "x=2x9x31x27 filters=7 kernel=4 stride=2 pad=1"},
                {"test", "x=2x5x9x7 filters=6 kernel=4 stride=2 pad=2"},
                {"test", "x=2x16x9x7 filters=16 kernel=3 pad=1"},
+               {"test", "x=3x40x3x5 filters=36 kernel=4 stride=2 pad=1"},
                {"test", "x=1x6x45x41 filters=4 kernel=5 stride=3 pad=2 output_padding=2"},
                {"test", "x=2x23x19x12 filters=6 kernel=3 stride=2 pad=1 groups=3 layout=NHWC"},
                {"large", "x=32x128x64x64 filters=64 kernel=4 stride=2 pad=1"}},

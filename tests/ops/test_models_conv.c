@@ -453,6 +453,11 @@ static void test_float32_paths(void **state) {
       {"conv3d", "x=1x64x10x28x29 filters=32 kernel=3 pad=1"},
       {"conv3d_transpose", "x=2x20x5x9x7 filters=18 kernel=3 pad=1"},
       {"conv3d_transpose", "x=1x5x6x9x20 filters=16 kernel=3 pad=1 layout=NDHWC"},
+      /* thin images (fewer than 32 positions each): one product over the whole batch, the
+       * forward with its bias, the transposed convolutions' dx, dw and db */
+      {"conv2d", "x=5x33x9x7 filters=30 kernel=3 stride=2 pad=1"},
+      {"conv2d_transpose", "x=3x40x3x5 filters=36 kernel=4 stride=2 pad=1"},
+      {"conv1d_transpose", "x=6x40x7 filters=64 kernel=3 stride=2 pad=1 b=none"},
   };
   int saved = omp_get_max_threads();
   for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
