@@ -540,7 +540,25 @@ static int pad_forward(opf_case *c) {
   return OPF_OK;
 }
 
+/* mode=constant: dx is y's gradient without its border, handed back as a strided view of it
+ * (no data moves; torch's autograd copies it out). edge and reflect add the border's gradient
+ * onto x's edge elements: written. */
+static int pad_grad_view(const opf_case *c, int i, opf_view *v) {
+  if ((int)c->p[P_PAD_MODE] != PAD_CONSTANT) return 0;
+  const opf_tensor *x = &c->in[i], *y = &c->out[0];
+  const opf_list *w = &c->list[P_PAD_WIDTH];
+  const int first = x->ndim - w->n / 2;
+  if (v) {
+    memset(v, 0, sizeof *v);
+    v->of = 1;
+    shp_strides(y->ndim, y->shape, v->strides);
+    for (int k = first; k < x->ndim; k++) v->offset += w->v[2 * (k - first)] * v->strides[k];
+  }
+  return 1;
+}
+
 static int pad_backward(opf_case *c) {
+  if (opf_grad_is_view(c, 0)) return OPF_OK;
   rm_dim d[OPF_MAX_DIMS];
   rm_plan pl;
   pad_dims(c, d);
@@ -631,7 +649,9 @@ static double same_bytes(const opf_case *c, opf_pass p) {
 /* pad: forward reads x and writes y; backward reads g (y-sized) and writes dx, adding each
  * replicated border element of g once (edge/reflect; constant pads are dropped). */
 static double pad_bytes(const opf_case *c, opf_pass p) {
-  return shp_move_bytes(c, p, (double)opf_numel(&c->in[0]), (double)opf_numel(&c->out[0]));
+  double b = ((double)opf_numel(&c->in[0]) + (double)opf_numel(&c->out[0])) *
+             (double)opf_dtype_size(c->dtype);
+  return opf_pass_sum(p, b, opf_case_grad_view(c, 0, NULL) ? 0 : b); /* a view moves nothing */
 }
 static double pad_flops(const opf_case *c, opf_pass p) {
   double adds = (int)c->p[P_PAD_MODE] == PAD_CONSTANT
@@ -763,6 +783,7 @@ OPPERF_OP(pad) = {
     .infer = pad_infer,
     .forward = pad_forward,
     .backward = pad_backward,
+    .grad_view = pad_grad_view,
     .reference = pad_reference,
     .flops = pad_flops,
     .bytes = pad_bytes,
