@@ -1,8 +1,10 @@
 /* gemv.c: matrix-vector product gemv, y = A x, and the outer product outer, C = x y^T, with
- * their gradients. Both are memory-bound BLAS-2 work: gemv and its backward go to OpenBLAS's
- * GEMV; the outer products (outer's forward, gemv's dA) to a threaded vectorised writer that
- * streams past the cache when large (BLAS's GER would read and write the result), and outer's
- * backward to one pass over G for both gradients. */
+ * their gradients. Both are memory-bound BLAS-2 work: gemv's y = A x goes to the own float32
+ * row GEMV of lin_sgemm.c where it wins (linalg.h: lin_gemv_own), dx = A^T g and float64 to
+ * OpenBLAS's GEMV (--impl openblas: all of it); the outer products (outer's forward, gemv's
+ * dA) to a threaded vectorised writer that streams past the cache when large (BLAS's GER
+ * would read and write the result), and outer's backward to one pass over G for both
+ * gradients. */
 #include "linalg/linalg.h"
 
 /* A vector input (n,) whose length the other operand fixes; derived when the spec omits it. */
@@ -35,21 +37,25 @@ static int gemv_infer(opf_case *c) {
   return OPF_OK;
 }
 
-static int gemv_forward(opf_case *c) {
+static int gemv_run(opf_case *c, int bwd, int blas) {
   const int64_t M = c->in[0].shape[0], N = c->in[0].shape[1];
-  lin_gemv(c->dtype, 0, M, N, 1.0, c->in[0].data, N, c->in[1].data, 1, 0.0, c->out[0].data, 1);
-  return OPF_OK;
-}
-
-/* dA = g x^T (the outer kernel), dx = A^T g (GEMV). */
-static int gemv_backward(opf_case *c) {
-  const int64_t M = c->in[0].shape[0], N = c->in[0].shape[1];
+  if (!bwd) {
+    lin_gemv_own(blas, c->dtype, 0, M, N, 1.0, c->in[0].data, N, c->in[1].data, 1, 0.0,
+                 c->out[0].data, 1);
+    return OPF_OK;
+  }
+  /* dA = g x^T (the outer kernel), dx = A^T g (GEMV). */
   if (c->gin[0].data)
     opf_lin_outer(c->dtype, M, N, 1.0, c->gout[0].data, 1, c->in[1].data, c->gin[0].data);
   if (c->gin[1].data)
-    lin_gemv(c->dtype, 1, M, N, 1.0, c->in[0].data, N, c->gout[0].data, 1, 0.0, c->gin[1].data, 1);
+    lin_gemv_own(blas, c->dtype, 1, M, N, 1.0, c->in[0].data, N, c->gout[0].data, 1, 0.0,
+                 c->gin[1].data, 1);
   return OPF_OK;
 }
+static int gemv_forward(opf_case *c) { return gemv_run(c, 0, 0); }
+static int gemv_backward(opf_case *c) { return gemv_run(c, 1, 0); }
+static int gemv_blas_fwd(opf_case *c) { return gemv_run(c, 0, 1); }
+static int gemv_blas_bwd(opf_case *c) { return gemv_run(c, 1, 1); }
 
 static int gemv_reference(opf_case *c) {
   const opf_dtype dt = c->dtype;
@@ -103,6 +109,8 @@ OPPERF_OP(gemv) = {
                {"small", "a=3x7"},
                {"test", "a=301x517"},
                {"test", "a=1000x67"},
+               {"test", "a=1001x10"},
+               {"test", "a=77x16"},
                {"large", "a=8192x8192"},
                {"huge", "a=46341x46341"}},
     .infer = gemv_infer,
@@ -174,6 +182,10 @@ static double outer_bytes(const opf_case *c, opf_pass p) {
   const double es = (double)opf_dtype_size(c->dtype);
   return opf_pass_sum(p, (M * N + M + N) * es, (M * N + 2 * M + 2 * N) * es);
 }
+
+OPPERF_IMPL(gemv_openblas) = {.abi = OPF_OP_ABI, .name = "openblas", .implements = "gemv",
+                              .summary = "y = A x by OpenBLAS GEMV",
+                              .forward = gemv_blas_fwd, .backward = gemv_blas_bwd};
 
 OPPERF_OP(outer) = {
     .abi = OPF_OP_ABI,

@@ -100,6 +100,45 @@ AVX512 static void gemv_rows(const float *X, int64_t ldx, int64_t r0, int64_t r1
   }
 }
 
+/* ---- GEMV, rows of at most 16 columns (a tall, narrow matrix: 100000 x 10): 16 rows at a
+ * time, one masked load and multiply per row, and the 16 products reduced together by a
+ * transposing add tree (unpack, shuffle, two 128-bit lane shuffles: 15 adds for 16 sums)
+ * instead of a horizontal reduction per row (about 3x the instructions). ---- */
+AVX512 static inline __m512 hsum16(__m512 *p) {
+  __m512 a[8], b[4], c[2];
+  for (int i = 0; i < 8; i++)
+    a[i] = _mm512_add_ps(_mm512_unpacklo_ps(p[2 * i], p[2 * i + 1]),
+                         _mm512_unpackhi_ps(p[2 * i], p[2 * i + 1]));
+  for (int i = 0; i < 4; i++) /* per 128-bit lane: the lane's sums of rows 4i..4i+3 */
+    b[i] = _mm512_add_ps(_mm512_shuffle_ps(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  for (int i = 0; i < 2; i++)
+    c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0x88),
+                         _mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0xDD));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], 0x88), _mm512_shuffle_f32x4(c[0], c[1], 0xDD));
+}
+
+AVX512 static void gemv_rows_narrow(const float *X, int64_t ldx, int64_t r0, int64_t r1, int64_t n,
+                                    const float *v, float alpha, float beta, float *y,
+                                    int64_t incy) {
+  const __mmask16 mt = tail_mask(n);
+  const __m512 vv = _mm512_maskz_loadu_ps(mt, v), va = _mm512_set1_ps(alpha);
+  for (int64_t r = r0; r < r1; r += 16) {
+    const int64_t m = r1 - r < 16 ? r1 - r : 16;
+    __m512 p[16];
+    for (int i = 0; i < 16; i++)
+      p[i] = _mm512_mul_ps(_mm512_maskz_loadu_ps(mt, X + (r + (i < m ? i : 0)) * ldx), vv);
+    __m512 s = _mm512_mul_ps(hsum16(p), va);
+    if (incy == 1 && beta == 0) {
+      _mm512_mask_storeu_ps(y + r, tail_mask(m), s);
+      continue;
+    }
+    float t[16];
+    _mm512_storeu_ps(t, s);
+    for (int64_t i = 0; i < m; i++) put(y + (r + i) * incy, 1.0f, beta, t[i]);
+  }
+}
+
 /* ---- GEMV, columns: y[c*incy] = alpha sum_r X[r,c] v[r*incv] + beta y, columns [c0, c1) of
  * `rows` rows: blocks of up to LIN_GV_CB columns, their sums in L1 while the rows stream by
  * four at a time (contiguous runs of X, the sums loaded and stored once per four rows) ---- */
@@ -317,7 +356,10 @@ typedef struct {
 } lin_gv;
 
 static void gv_range(const lin_gv *g, int64_t lo, int64_t hi) {
-  if (g->kind == 0) gemv_rows(g->X, g->ldx, lo, hi, g->cols, g->v, g->alpha, g->beta, g->y, g->incy);
+  if (g->kind == 0 && g->cols <= 16)
+    gemv_rows_narrow(g->X, g->ldx, lo, hi, g->cols, g->v, g->alpha, g->beta, g->y, g->incy);
+  else if (g->kind == 0)
+    gemv_rows(g->X, g->ldx, lo, hi, g->cols, g->v, g->alpha, g->beta, g->y, g->incy);
   else if (g->kind == 1)
     gemv_cols(g->X, g->ldx, g->rows, lo, hi, g->v, g->incv, g->alpha, g->beta, g->y, g->incy);
   else outer_rows(g->v, g->incv, g->X, g->cols, g->alpha, g->beta, g->y, g->ldx, lo, hi);
