@@ -421,6 +421,67 @@ static void test_pool1d_merged_rows(void **state) {
              (int64_t[]){1, 1, 2}, (int64_t[]){1, 1, 2}, zero);
 }
 
+/* Max backward with windows along W only, stride 1, as many outputs as inputs, runs as a
+ * gather (pool_gather: each input sums the outputs whose argmax it is, over a flat index that
+ * crosses row ends). Inputs of few distinct values (ties inside windows and neighbouring
+ * windows sharing their argmax) and gradients of halves (exact sums): dx must equal the
+ * scatter of g to each window's first maximum, exactly, in both layouts, both dtypes, on 1
+ * and 2 threads; planes shorter than a vector, ragged vector tails, merged short rows. */
+static void test_max_gather_backward(void **state) {
+  (void)state;
+  static const struct { const char *op, *spec; int cl; int64_t N, C, R, W, k; } cases[] = {
+      {"max_pool1d", "x=3x5x40 kernel=3 stride=1 pad=1", 0, 3, 5, 1, 40, 3},
+      {"max_pool1d", "x=2x3x37 kernel=5 stride=1 pad=2", 0, 2, 3, 1, 37, 5},
+      {"max_pool1d", "x=2x3x9 kernel=7 stride=1 pad=3", 0, 2, 3, 1, 9, 7},
+      {"max_pool1d", "x=4x64x12 kernel=3 stride=1 pad=1", 0, 4, 64, 1, 12, 3},
+      {"max_pool1d", "x=3x17x5 kernel=1", 0, 3, 17, 1, 5, 1},
+      {"max_pool1d", "x=2x40x3 kernel=3 stride=1 pad=1 layout=NWC", 1, 2, 3, 1, 40, 3},
+      {"max_pool1d", "x=2x13x37 kernel=5 stride=1 pad=2 layout=NWC", 1, 2, 37, 1, 13, 5},
+      {"max_pool2d", "x=2x3x6x21 kernel=1,3 stride=1 pad=0,1", 0, 2, 3, 6, 21, 3},
+      {"max_pool3d", "x=1x2x3x4x19 kernel=1,1,5 stride=1 pad=0,0,2", 0, 1, 2, 12, 19, 5},
+  };
+  const int saved = omp_get_max_threads();
+  static double want[1 << 14];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (int d = OPF_F32; d <= OPF_F64; d++)
+      for (int nt = 1; nt <= 2; nt++) {
+        omp_set_num_threads(nt);
+        const int64_t N = cases[i].N, C = cases[i].C, R = cases[i].R, W = cases[i].W,
+                      k = cases[i].k, p = k / 2, cl = cases[i].cl, S = R * W;
+        opf_case c;
+        ts_case_ready(&c, ts_op(cases[i].op), (opf_dtype)d, cases[i].spec, 1, 31);
+        const int64_t X = opf_numel(&c.in[0]);
+        assert_int_equal(X, opf_numel(&c.out[0]));
+        assert_true(X <= (int64_t)(sizeof want / sizeof want[0]));
+        for (int64_t j = 0; j < X; j++) {
+          ts_set(&c.in[0], j, (double)((j * 7 + j / 5) % 4));
+          ts_set(&c.gout[0], j, 0.5 * (double)(j % 9) - 2);
+        }
+        assert_int_equal(c.op->forward(&c), OPF_OK);
+        assert_int_equal(c.op->backward(&c), OPF_OK);
+        memset(want, 0, sizeof want);
+        for (int64_t n = 0; n < N; n++)
+          for (int64_t ch = 0; ch < C; ch++)
+            for (int64_t r = 0; r < R; r++)
+              for (int64_t o = 0; o < W; o++) {
+                int64_t a = o - p < 0 ? 0 : o - p, b = o - p + k > W ? W : o - p + k, best = a;
+                for (int64_t w = a; w < b; w++)
+                  if (ts_get(&c.in[0], at((int)cl, C, S, n, ch, r * W + w)) >
+                      ts_get(&c.in[0], at((int)cl, C, S, n, ch, r * W + best)))
+                    best = w;
+                want[at((int)cl, C, S, n, ch, r * W + best)] +=
+                    ts_get(&c.gout[0], at((int)cl, C, S, n, ch, r * W + o));
+              }
+        for (int64_t j = 0; j < X; j++)
+          if (ts_get(&c.gin[0], j) != want[j])
+            fail_msg("%s %s [%s] on %d threads: dx[%lld] = %g, want %g", cases[i].op,
+                     opf_dtype_name((opf_dtype)d), cases[i].spec, nt, (long long)j,
+                     ts_get(&c.gin[0], j), want[j]);
+        opf_case_release(&c);
+      }
+  omp_set_num_threads(saved);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden_window), cmocka_unit_test(test_golden_global),
@@ -429,6 +490,7 @@ int main(void) {
       cmocka_unit_test(test_global_max_values_only),
       cmocka_unit_test(test_global_long_ties),
       cmocka_unit_test(test_pool1d_merged_rows),
+      cmocka_unit_test(test_max_gather_backward),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
