@@ -68,6 +68,14 @@ static inline int32_t pool_opaque_zero(void) {
 #define EVEN_f32 {0, 2, 4, 6, 8, 10, 12, 14, 17, 19, 21, 23, 25, 27, 29, 31}
 #define EVEN_f64 {0, 2, 4, 6, 9, 11, 13, 15}
 
+/* cf_plane's body for stride s of 1, 2 or any, with the flags constant. */
+#define POOL_CF_STRIDES(S, MAX, ARG, TIE)                                                      \
+  {                                                                                            \
+    if (s == 1) cf_plane_body_##S(x, y, am, q, MAX, ARG, TIE, 1);                              \
+    else if (s == 2) cf_plane_body_##S(x, y, am, q, MAX, ARG, TIE, 2);                         \
+    else cf_plane_body_##S(x, y, am, q, MAX, ARG, TIE, s);                                     \
+  }
+
 #define POOL_CF_KERNELS(T, S)                                                                  \
   /* *v = lanes l of a chunk, xr[l*s], for the (constant) stride s. Stride 2 takes the even \
    * elements of the 2V-1 it needs from two overlapping loads, never reading beyond. */       \
@@ -89,7 +97,8 @@ static inline int32_t pool_opaque_zero(void) {
    * one chunk's running max waits ~5 cycles per tap on its compare and blend. */           \
   POOL_INLINE void cf_chunks_##S(const T *xp, const pool_view *q, int64_t da, int64_t db,     \
                                  int64_t ha, int64_t hb, const int64_t *o, int u, int max,    \
-                                 int tie, int64_t s, T *yr, int32_t *ar, T rsc, int32_t zero) { \
+                                 int arg, int tie, int64_t s, T *yr, int32_t *ar, T rsc,      \
+                                 int32_t zero) {                                              \
     const vi_##S lane = LANE_IDX_##S;                                                         \
     vi_##S loff = lane * (int32_t)(s * q->imc);                                               \
     int64_t c[4];                                                                             \
@@ -101,6 +110,7 @@ static inline int32_t pool_opaque_zero(void) {
       d[k] = (int32_t)((c[k] - c[0]) * q->imc);                                               \
       if (!max) continue;                                                                     \
       m[k] -= (T)INFINITY; /* argmax starts at the first real element of each window */      \
+      if (!arg) continue;                                                                     \
       vi_##S col = lane * (int32_t)s + (int32_t)c[k];                                         \
       col &= col >= 0;                                                                        \
       a[k] = col * (int32_t)q->imc + (int32_t)(da * q->imd + ha * q->imr);                    \
@@ -112,15 +122,16 @@ static inline int32_t pool_opaque_zero(void) {
         for (int64_t kw = 0; kw < q->kw; kw++, iv += (int32_t)q->imc)                         \
           _Pragma("GCC unroll 4") for (int k = 0; k < u; k++) {                               \
             vf_##S v;                                                                         \
-            cf_load_##S(&v, xr + c[k] + kw, s, max, zero);                                         \
-            if (max) pool_acc_##S(&m[k], &a[k], v, iv + d[k], tie);                           \
+            cf_load_##S(&v, xr + c[k] + kw, s, max && arg, zero);                             \
+            if (max && arg) pool_acc_##S(&m[k], &a[k], v, iv + d[k], tie);                    \
+            else if (max) m[k] = pool_vmax_##S(m[k], v);                                      \
             else m[k] += v;                                                                   \
           }                                                                                   \
       }                                                                                       \
     _Pragma("GCC unroll 4") for (int k = 0; k < u; k++) {                                     \
       if (max) {                                                                              \
         memcpy(yr + o[k], &m[k], sizeof m[k]);                                                \
-        memcpy(ar + o[k], &a[k], sizeof a[k]);                                                \
+        if (arg) memcpy(ar + o[k], &a[k], sizeof a[k]);                                       \
       } else {                                                                                \
         vf_##S cs;                                                                            \
         memcpy(&cs, (const T *)q->cs + o[k], sizeof cs);                                      \
@@ -134,7 +145,7 @@ static inline int32_t pool_opaque_zero(void) {
    * shifted back to end with them (recomputing a few outputs is cheaper than a scalar     \
    * tail); edge outputs take the clipped window, one at a time. */                         \
   POOL_INLINE void cf_row_##S(const T *xp, const pool_view *q, int64_t od, int64_t oh,        \
-                              T *yr, int32_t *ar, int max, int tie, int64_t s) {              \
+                              T *yr, int32_t *ar, int max, int arg, int tie, int64_t s) {     \
     enum { V = LANES_##S };                                                                   \
     int64_t da, db, ha, hb, ia = 0, ib = q->OW;                                               \
     pool_span(od, q->sd, q->pd, q->kd, q->D, &da, &db);                                       \
@@ -147,9 +158,9 @@ static inline int32_t pool_opaque_zero(void) {
       int u = nch - j >= 4 ? 4 : nch - j >= 2 ? 2 : 1;                                        \
       int64_t o[4];                                                                           \
       for (int k = 0; k < u; k++) o[k] = ia + (j + k) * V > ib - V ? ib - V : ia + (j + k) * V; \
-      if (u == 4) cf_chunks_##S(xp, q, da, db, ha, hb, o, 4, max, tie, s, yr, ar, rsc, zero); \
-      else if (u == 2) cf_chunks_##S(xp, q, da, db, ha, hb, o, 2, max, tie, s, yr, ar, rsc, zero); \
-      else cf_chunks_##S(xp, q, da, db, ha, hb, o, 1, max, tie, s, yr, ar, rsc, zero);        \
+      if (u == 4) cf_chunks_##S(xp, q, da, db, ha, hb, o, 4, max, arg, tie, s, yr, ar, rsc, zero); \
+      else if (u == 2) cf_chunks_##S(xp, q, da, db, ha, hb, o, 2, max, arg, tie, s, yr, ar, rsc, zero); \
+      else cf_chunks_##S(xp, q, da, db, ha, hb, o, 1, max, arg, tie, s, yr, ar, rsc, zero);        \
       j += u;                                                                                 \
     }                                                                                         \
     for (int64_t o = 0; o < q->OW; o++) { /* edges, and rows too short for a chunk */        \
@@ -163,41 +174,35 @@ static inline int32_t pool_opaque_zero(void) {
         for (int64_t ih = ha; ih < hb; ih++)                                                  \
           for (int64_t iw = wa; iw < wb; iw++) {                                              \
             T v = xp[(id * q->H + ih) * q->pitch + q->lead + iw];                             \
-            if (max) pool_acc1_##S(&m, &a, v, id * q->imd + ih * q->imr + iw * q->imc, tie);  \
+            if (max && arg) pool_acc1_##S(&m, &a, v, id * q->imd + ih * q->imr + iw * q->imc, tie); \
+            else if (max) m = v > m ? v : m;                                                  \
             else m += v;                                                                      \
           }                                                                                   \
-      if (max) yr[o] = m, ar[o] = (int32_t)a;                                                 \
-      else yr[o] = m * (rsc * ((const T *)q->cs)[o]);                                         \
+      if (max && arg) ar[o] = (int32_t)a;                                                     \
+      yr[o] = max ? m : m * (rsc * ((const T *)q->cs)[o]);                                    \
     }                                                                                         \
   }                                                                                           \
   POOL_INLINE void cf_plane_body_##S(const T *x, T *y, int32_t *am, const pool_view *q,       \
-                                     int max, int tie, int64_t s) {                           \
+                                     int max, int arg, int tie, int64_t s) {                  \
     int64_t rows = q->OD * q->OH, per = (q->pf_bytes / rows + 63) & ~(int64_t)63;              \
     for (int64_t od = 0; od < q->OD; od++)                                                    \
       for (int64_t oh = 0; oh < q->OH; oh++) {                                                \
         int64_t r = (od * q->OH + oh) * q->OW, i = od * q->OH + oh;                           \
         for (int64_t b = i * per; b < (i + 1) * per && b < q->pf_bytes; b += 64)              \
           __builtin_prefetch(q->pf + b);                                                      \
-        cf_row_##S(x, q, od, oh, y + r, max ? am + r : NULL, max, tie, s);                    \
+        cf_row_##S(x, q, od, oh, y + r, arg ? am + r : NULL, max, arg, tie, s);               \
       }                                                                                       \
   }                                                                                           \
-  /* Forward of one plane (max when am != NULL); the stride along W is made a constant for  \
-   * 1 and 2 so the chunk loads are contiguous or de-interleaving vector loads, not gathers. */ \
-  OPF_VEC static void cf_plane_##S(const T *x, T *y, int32_t *am, const pool_view *q, int tie) { \
+  /* Forward of one plane: max (with its argmax when am != NULL; tie needs it) or avg/sum;  \
+   * the stride along W is made a constant for 1 and 2 so the chunk loads are contiguous or  \
+   * de-interleaving vector loads, not gathers. */                                           \
+  OPF_VEC static void cf_plane_##S(const T *x, T *y, int32_t *am, const pool_view *q, int max, \
+                                   int tie) {                                                 \
     int64_t s = q->sw;                                                                        \
-    if (!am) {                                                                                \
-      if (s == 1) cf_plane_body_##S(x, y, am, q, 0, 0, 1);                                    \
-      else if (s == 2) cf_plane_body_##S(x, y, am, q, 0, 0, 2);                               \
-      else cf_plane_body_##S(x, y, am, q, 0, 0, s);                                           \
-    } else if (!tie) {                                                                        \
-      if (s == 1) cf_plane_body_##S(x, y, am, q, 1, 0, 1);                                    \
-      else if (s == 2) cf_plane_body_##S(x, y, am, q, 1, 0, 2);                               \
-      else cf_plane_body_##S(x, y, am, q, 1, 0, s);                                           \
-    } else {                                                                                  \
-      if (s == 1) cf_plane_body_##S(x, y, am, q, 1, 1, 1);                                    \
-      else if (s == 2) cf_plane_body_##S(x, y, am, q, 1, 1, 2);                               \
-      else cf_plane_body_##S(x, y, am, q, 1, 1, s);                                           \
-    }                                                                                         \
+    if (!max) POOL_CF_STRIDES(S, 0, 0, 0)                                                     \
+    else if (!am) POOL_CF_STRIDES(S, 1, 0, 0)                                                 \
+    else if (!tie) POOL_CF_STRIDES(S, 1, 1, 0)                                                \
+    else POOL_CF_STRIDES(S, 1, 1, 1)                                                          \
   }                                                                                           \
   /* Average/sum backward of one plane, as a gather so every store is contiguous, in two   \
    * passes. Pass 1: row (id, ih) of the plane tp (rows of pitch OW + 2M, zero margins of M) \
@@ -364,7 +369,7 @@ static void pool_gather(const opf_case *c, const pool_geom *g, const int32_t *am
   POOL_INLINE void cl_chunks_##S(const T *xi, const pool_geom *g, int64_t da, int64_t db,     \
                                  int64_t ha, int64_t hb, int64_t wa, int64_t wb,              \
                                  const int64_t *c, int u, T *yv, int32_t *av, T sc,           \
-                                 int32_t zero) {                                              \
+                                 int32_t zero, int max) {                                     \
     const vi_##S lane = LANE_IDX_##S;                                                         \
     int64_t C = g->C, H = g->in[1], W = g->in[2];                                             \
     vf_##S m[4] = {{0}};                                                                      \
@@ -372,7 +377,8 @@ static void pool_gather(const opf_case *c, const pool_geom *g, const int32_t *am
     int32_t first = (int32_t)(((da * H + ha) * W + wa) * C);                                  \
     _Pragma("GCC unroll 4") for (int k = 0; k < u; k++) {                                     \
       li[k] = lane + (int32_t)c[k];                                                           \
-      if (av) m[k] -= (T)INFINITY, a[k] = li[k] + first;                                      \
+      if (max) m[k] -= (T)INFINITY;                                                           \
+      if (av) a[k] = li[k] + first;                                                           \
     }                                                                                         \
     for (int64_t id = da; id < db; id++)                                                      \
       for (int64_t ih = ha; ih < hb; ih++)                                                    \
@@ -384,13 +390,15 @@ static void pool_gather(const opf_case *c, const pool_geom *g, const int32_t *am
             if (av) {                                                                         \
               v = (vf_##S)((vm_##S)v | zero); /* a register operand: see pool_opaque_zero */ \
               pool_acc_##S(&m[k], &a[k], v, li[k] + (int32_t)off, 0);                         \
+            } else if (max) {                                                                 \
+              m[k] = pool_vmax_##S(m[k], v); /* values only */                              \
             } else {                                                                          \
               m[k] += v;                                                                      \
             }                                                                                 \
           }                                                                                   \
         }                                                                                     \
     _Pragma("GCC unroll 4") for (int k = 0; k < u; k++) {                                     \
-      if (!av) m[k] *= sc;                                                                    \
+      if (!max) m[k] *= sc;                                                                   \
       memcpy(yv + c[k], &m[k], sizeof m[k]);                                                  \
       if (av) memcpy(av + c[k], &a[k], sizeof a[k]);                                          \
     }                                                                                         \
@@ -408,15 +416,15 @@ static void pool_gather(const opf_case *c, const pool_geom *g, const int32_t *am
       int64_t wa, wb;                                                                         \
       pool_span(ow, g->s[2], g->p[2], g->k[2], W, &wa, &wb);                                  \
       T *restrict m = yr + ow * C;                                                            \
-      int32_t *restrict a = max ? ar + ow * C : NULL;                                         \
+      int32_t *restrict a = ar ? ar + ow * C : NULL;                                          \
       T sc = max ? 0 : ds[od] * rs[oh] * cs[ow];                                              \
       for (int64_t j = 0; j < nch;) { /* chunk groups, the last chunk shifted back */        \
         int u = nch - j >= 4 ? 4 : nch - j >= 2 ? 2 : 1;                                      \
         int64_t c[4];                                                                         \
         for (int k = 0; k < u; k++) c[k] = (j + k) * V > C - V ? C - V : (j + k) * V;         \
-        if (u == 4) cl_chunks_##S(xi, g, da, db, ha, hb, wa, wb, c, 4, m, a, sc, zero);       \
-        else if (u == 2) cl_chunks_##S(xi, g, da, db, ha, hb, wa, wb, c, 2, m, a, sc, zero);  \
-        else cl_chunks_##S(xi, g, da, db, ha, hb, wa, wb, c, 1, m, a, sc, zero);              \
+        if (u == 4) cl_chunks_##S(xi, g, da, db, ha, hb, wa, wb, c, 4, m, a, sc, zero, max);       \
+        else if (u == 2) cl_chunks_##S(xi, g, da, db, ha, hb, wa, wb, c, 2, m, a, sc, zero, max);  \
+        else cl_chunks_##S(xi, g, da, db, ha, hb, wa, wb, c, 1, m, a, sc, zero, max);              \
         j += u;                                                                               \
       }                                                                                       \
       if (nch) continue;                                                                      \
@@ -424,6 +432,8 @@ static void pool_gather(const opf_case *c, const pool_geom *g, const int32_t *am
       if (a) {                                                                                \
         int32_t first = (int32_t)(((da * H + ha) * W + wa) * C);                              \
         for (int64_t c = 0; c < C; c++) m[c] = (T)-INFINITY, a[c] = first + (int32_t)c;       \
+      } else if (max) {                                                                       \
+        for (int64_t c = 0; c < C; c++) m[c] = (T)-INFINITY;                                  \
       } else {                                                                                \
         for (int64_t c = 0; c < C; c++) m[c] = 0;                                             \
       }                                                                                       \
@@ -433,10 +443,12 @@ static void pool_gather(const opf_case *c, const pool_geom *g, const int32_t *am
             int64_t off = ((id * H + ih) * W + iw) * C;                                       \
             const T *restrict xv = xi + off;                                                  \
             if (a) pool_tap_max_##S(xv, m, a, C, (int32_t)off);                               \
+            else if (max)                                                                     \
+              for (int64_t c = 0; c < C; c++) m[c] = xv[c] > m[c] ? xv[c] : m[c];             \
             else                                                                              \
               for (int64_t c = 0; c < C; c++) m[c] += xv[c];                                  \
           }                                                                                   \
-      if (!a)                                                                                 \
+      if (!max)                                                                               \
         for (int64_t c = 0; c < C; c++) m[c] *= sc;                                           \
     }                                                                                         \
   }                                                                                           \
@@ -444,9 +456,10 @@ static void pool_gather(const opf_case *c, const pool_geom *g, const int32_t *am
    * C channels, in register chunks of channels (fewer than a chunk: plain loops). */        \
   OPF_VEC static void cl_row_##S(const T *xi, T *yr, int32_t *ar, const pool_geom *g,         \
                                  int64_t od, int64_t oh, const T *ds, const T *rs,            \
-                                 const T *cs) {                                               \
+                                 const T *cs, int max) {                                      \
     if (ar) cl_row_body_##S(xi, yr, ar, g, od, oh, ds, rs, cs, 1);                            \
-    else cl_row_body_##S(xi, yr, ar, g, od, oh, ds, rs, cs, 0);                               \
+    else if (max) cl_row_body_##S(xi, yr, NULL, g, od, oh, ds, rs, cs, 1);                    \
+    else cl_row_body_##S(xi, yr, NULL, g, od, oh, ds, rs, cs, 0);                             \
   }                                                                                           \
   /* Average/sum backward of input row (id, ih): each position's gradient is the scaled sum \
    * of its covering outputs' gradient vectors. */                                            \
@@ -596,6 +609,7 @@ typedef struct pool_ctx {
   opf_case *c;
   pool_geom g;
   int max, mode;
+  int vals; /* max forward without an input gradient: the values only, no argmax */
   size_t esz;
   int32_t *am;
   void *ds, *rs, *cs; /* per output axis scale (avg, sum) */
@@ -750,7 +764,7 @@ static void pool_cf_items(void *ctx, int64_t lo, int64_t hi, int k) {
     }
     const char *xp = (const char *)c->in[0].data + pl * S * e;
     char *yp = (char *)c->out[0].data + pl * OS * e;
-    int32_t *ap = t->max ? t->am + pl * OS : NULL;
+    int32_t *ap = t->max && !t->vals ? t->am + pl * OS : NULL;
     /* the next plane, prefetched in slices, one per output row; not when a slice would be
      * longer than POOL_PF_ROW_MAX: a long row is a sequential stream the hardware prefetcher
      * follows by itself, and a burst of thousands of prefetches ahead of it only stalls it */
@@ -763,9 +777,9 @@ static void pool_cf_items(void *ctx, int64_t lo, int64_t hi, int k) {
     if (tr) transpose_slices(e, xp, pa, D, H, W);
     const void *xs = t->mode == M_DIRECT ? (const void *)xp : pa;
     void *ys = tr ? (void *)pb : yp;
-    int32_t *as = ap && tr ? (int32_t *)pc : ap;
-    if (f32) cf_plane_f32(xs, ys, as, &q, tr);
-    else cf_plane_f64(xs, ys, as, &q, tr);
+    int32_t *as = t->max && tr ? (int32_t *)pc : ap; /* transposed: ties need the argmax */
+    if (f32) cf_plane_f32(xs, ys, as, &q, t->max, tr);
+    else cf_plane_f64(xs, ys, as, &q, t->max, tr);
     if (tr) {
       transpose_slices(e, pb, yp, OD, OW, OH);
       if (ap)
@@ -805,9 +819,9 @@ static void pool_cl_items(void *ctx, int64_t lo, int64_t hi, int k) {
     }
     const char *xi = (const char *)c->in[0].data + (size_t)(n * S * C) * e;
     char *yr = (char *)c->out[0].data + (size_t)(n * OS * C + r * RL) * e;
-    int32_t *ar = t->max ? t->am + n * OS * C + r * RL : NULL;
-    if (f32) cl_row_f32((const void *)xi, (void *)yr, ar, g, a0, a1, t->ds, t->rs, t->cs);
-    else cl_row_f64((const void *)xi, (void *)yr, ar, g, a0, a1, t->ds, t->rs, t->cs);
+    int32_t *ar = t->max && !t->vals ? t->am + n * OS * C + r * RL : NULL;
+    if (f32) cl_row_f32((const void *)xi, (void *)yr, ar, g, a0, a1, t->ds, t->rs, t->cs, t->max);
+    else cl_row_f64((const void *)xi, (void *)yr, ar, g, a0, a1, t->ds, t->rs, t->cs, t->max);
   }
 }
 
@@ -825,6 +839,7 @@ static void pool_run(pool_ctx *t, int bwd) {
 static int pool_forward(opf_case *c) {
   pool_ctx t;
   pool_setup(c, &t);
+  t.vals = t.max && !c->gin[0].data; /* no backward follows (include/op.h) */
   pool_run(&t, 0);
   return OPF_OK;
 }

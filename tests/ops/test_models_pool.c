@@ -482,6 +482,81 @@ static void test_max_gather_backward(void **state) {
   omp_set_num_threads(saved);
 }
 
+/* Without an input gradient (no backward follows: include/op.h) window max pooling skips the
+ * argmax (pool.c: cf_chunks / cl_chunks values only). The values must be the bits of the
+ * argmax path and equal the reference on every kernel path (direct strides 1, 2 and 3,
+ * staged, transposed, channels-last chunks and narrow C, merged short rows), on inputs with
+ * ties, windows whose maximum is a zero of either sign first (the first zero's sign stays),
+ * and NaNs (skipped, as the reference's sequential max); both dtypes, 1 and 2 threads. */
+static void test_max_values_only(void **state) {
+  (void)state;
+  static const struct { const char *op, *spec; } cases[] = {
+      {"max_pool1d", "x=2x3x100 kernel=3 stride=1 pad=1"},
+      {"max_pool1d", "x=2x3x101 kernel=2 stride=2"},
+      {"max_pool1d", "x=2x2x97 kernel=4 stride=3 pad=2"},
+      {"max_pool1d", "x=3x37x12 kernel=3 stride=1 pad=1"},
+      {"max_pool1d", "x=2x40x19 kernel=3 stride=1 pad=1 layout=NWC"},
+      {"max_pool2d", "x=2x3x12x40 kernel=2 stride=2"},
+      {"max_pool2d", "x=1x2x9x37 kernel=3 stride=1 pad=1"},
+      {"max_pool2d", "x=1x2x70x5 kernel=3 stride=1 pad=1"},
+      {"max_pool2d", "x=1x9x10x35 kernel=3 stride=2 pad=1 layout=NHWC"},
+      {"max_pool2d", "x=2x7x6x3 kernel=3 stride=1 pad=1 layout=NHWC"},
+      {"max_pool3d", "x=1x2x5x6x33 kernel=3,2,3 stride=2,1,1 pad=1,1,1"},
+      {"max_pool3d", "x=1x4x4x3x20 kernel=2 stride=2 layout=NDHWC"},
+  };
+  const int saved = omp_get_max_threads();
+  char msg[256];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    for (int d = OPF_F32; d <= OPF_F64; d++)
+      for (int nt = 1; nt <= 2; nt++) {
+        omp_set_num_threads(nt);
+        opf_case a, b;
+        ts_case_ready(&a, ts_op(cases[i].op), (opf_dtype)d, cases[i].spec, 1, 37);
+        ts_case_ready(&b, ts_op(cases[i].op), (opf_dtype)d, cases[i].spec, 0, 37);
+        assert_null(b.gin[0].data);
+        const int64_t X = opf_numel(&a.in[0]);
+        for (int64_t j = 0; j < X; j++) {
+          double v = (double)((j * 7 + j / 3) % 5) - 4; /* ties; maxima 0 */
+          if (j % 11 == 0) v = (j / 11) % 2 ? -0.0 : 0.0;
+          if (j % 23 == 5) v = NAN;
+          ts_set(&a.in[0], j, v);
+          ts_set(&b.in[0], j, v);
+        }
+        assert_int_equal(a.op->forward(&a), OPF_OK);
+        assert_int_equal(b.op->forward(&b), OPF_OK);
+        if (memcmp(a.out[0].data, b.out[0].data, (size_t)a.out[0].nbytes)) {
+          for (int64_t j = 0; j < opf_numel(&a.out[0]); j++) {
+            const double ya = ts_get(&a.out[0], j), yb = ts_get(&b.out[0], j);
+            if (memcmp(&ya, &yb, sizeof ya))
+              fail_msg("%s %s [%s] %d threads: values-only y[%lld] = %g, with the argmax %g",
+                       cases[i].op, opf_dtype_name((opf_dtype)d), cases[i].spec, nt,
+                       (long long)j, yb, ya);
+          }
+        }
+        if (ts_compare_reference(&b, 0, msg, sizeof msg))
+          fail_msg("%s %s [%s] values only, %d threads: %s", cases[i].op,
+                   opf_dtype_name((opf_dtype)d), cases[i].spec, nt, msg);
+        for (int64_t j = 0; j < opf_numel(&b.out[0]); j++) /* signed zeros as the reference */
+          if (ts_get(&b.out[0], j) == 0) {
+            opf_case r;
+            ts_case_ready(&r, ts_op(cases[i].op), (opf_dtype)d, cases[i].spec, 0, 37);
+            for (int64_t k = 0; k < X; k++) ts_set(&r.in[0], k, ts_get(&b.in[0], k));
+            assert_int_equal(r.op->reference(&r), OPF_OK);
+            for (int64_t k = j; k < opf_numel(&b.out[0]); k++)
+              if (signbit(ts_get(&r.out[0], k)) != signbit(ts_get(&b.out[0], k)))
+                fail_msg("%s %s [%s] values only, %d threads: y[%lld] = %g, reference %g",
+                         cases[i].op, opf_dtype_name((opf_dtype)d), cases[i].spec, nt,
+                         (long long)k, ts_get(&b.out[0], k), ts_get(&r.out[0], k));
+            opf_case_release(&r);
+            break;
+          }
+        opf_case_release(&a);
+        opf_case_release(&b);
+      }
+  }
+  omp_set_num_threads(saved);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden_window), cmocka_unit_test(test_golden_global),
@@ -491,6 +566,7 @@ int main(void) {
       cmocka_unit_test(test_global_long_ties),
       cmocka_unit_test(test_pool1d_merged_rows),
       cmocka_unit_test(test_max_gather_backward),
+      cmocka_unit_test(test_max_values_only),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
