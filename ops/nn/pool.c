@@ -122,7 +122,7 @@ static inline int32_t pool_opaque_zero(void) {
         for (int64_t kw = 0; kw < q->kw; kw++, iv += (int32_t)q->imc)                         \
           _Pragma("GCC unroll 4") for (int k = 0; k < u; k++) {                               \
             vf_##S v;                                                                         \
-            cf_load_##S(&v, xr + c[k] + kw, s, max && arg, zero);                             \
+            cf_load_##S(&v, xr + c[k] + kw, s, max, zero);                                    \
             if (max && arg) pool_acc_##S(&m[k], &a[k], v, iv + d[k], tie);                    \
             else if (max) m[k] = pool_vmax_##S(m[k], v);                                      \
             else m[k] += v;                                                                   \
@@ -369,7 +369,7 @@ static void pool_gather(const opf_case *c, const pool_geom *g, const int32_t *am
   POOL_INLINE void cl_chunks_##S(const T *xi, const pool_geom *g, int64_t da, int64_t db,     \
                                  int64_t ha, int64_t hb, int64_t wa, int64_t wb,              \
                                  const int64_t *c, int u, T *yv, int32_t *av, T sc,           \
-                                 int32_t zero, int max) {                                     \
+                                 int32_t zero) {                                              \
     const vi_##S lane = LANE_IDX_##S;                                                         \
     int64_t C = g->C, H = g->in[1], W = g->in[2];                                             \
     vf_##S m[4] = {{0}};                                                                      \
@@ -377,8 +377,7 @@ static void pool_gather(const opf_case *c, const pool_geom *g, const int32_t *am
     int32_t first = (int32_t)(((da * H + ha) * W + wa) * C);                                  \
     _Pragma("GCC unroll 4") for (int k = 0; k < u; k++) {                                     \
       li[k] = lane + (int32_t)c[k];                                                           \
-      if (max) m[k] -= (T)INFINITY;                                                           \
-      if (av) a[k] = li[k] + first;                                                           \
+      if (av) m[k] -= (T)INFINITY, a[k] = li[k] + first;                                      \
     }                                                                                         \
     for (int64_t id = da; id < db; id++)                                                      \
       for (int64_t ih = ha; ih < hb; ih++)                                                    \
@@ -390,22 +389,20 @@ static void pool_gather(const opf_case *c, const pool_geom *g, const int32_t *am
             if (av) {                                                                         \
               v = (vf_##S)((vm_##S)v | zero); /* a register operand: see pool_opaque_zero */ \
               pool_acc_##S(&m[k], &a[k], v, li[k] + (int32_t)off, 0);                         \
-            } else if (max) {                                                                 \
-              m[k] = pool_vmax_##S(m[k], v); /* values only */                              \
             } else {                                                                          \
               m[k] += v;                                                                      \
             }                                                                                 \
           }                                                                                   \
         }                                                                                     \
     _Pragma("GCC unroll 4") for (int k = 0; k < u; k++) {                                     \
-      if (!max) m[k] *= sc;                                                                   \
+      if (!av) m[k] *= sc;                                                                    \
       memcpy(yv + c[k], &m[k], sizeof m[k]);                                                  \
       if (av) memcpy(av + c[k], &a[k], sizeof a[k]);                                          \
     }                                                                                         \
   }                                                                                           \
   POOL_INLINE void cl_row_body_##S(const T *xi, T *yr, int32_t *ar, const pool_geom *g,       \
                                    int64_t od, int64_t oh, const T *ds, const T *rs,          \
-                                   const T *cs, int max) {                                    \
+                                   const T *cs, int max, int32_t *scr) {                      \
     enum { V = LANES_##S };                                                                   \
     int64_t C = g->C, H = g->in[1], W = g->in[2], da, db, ha, hb;                             \
     int64_t nch = C < V ? 0 : (C + V - 1) / V;                                                \
@@ -416,15 +413,15 @@ static void pool_gather(const opf_case *c, const pool_geom *g, const int32_t *am
       int64_t wa, wb;                                                                         \
       pool_span(ow, g->s[2], g->p[2], g->k[2], W, &wa, &wb);                                  \
       T *restrict m = yr + ow * C;                                                            \
-      int32_t *restrict a = ar ? ar + ow * C : NULL;                                          \
+      int32_t *restrict a = !max ? NULL : scr ? scr : ar + ow * C;                            \
       T sc = max ? 0 : ds[od] * rs[oh] * cs[ow];                                              \
       for (int64_t j = 0; j < nch;) { /* chunk groups, the last chunk shifted back */        \
         int u = nch - j >= 4 ? 4 : nch - j >= 2 ? 2 : 1;                                      \
         int64_t c[4];                                                                         \
         for (int k = 0; k < u; k++) c[k] = (j + k) * V > C - V ? C - V : (j + k) * V;         \
-        if (u == 4) cl_chunks_##S(xi, g, da, db, ha, hb, wa, wb, c, 4, m, a, sc, zero, max);       \
-        else if (u == 2) cl_chunks_##S(xi, g, da, db, ha, hb, wa, wb, c, 2, m, a, sc, zero, max);  \
-        else cl_chunks_##S(xi, g, da, db, ha, hb, wa, wb, c, 1, m, a, sc, zero, max);              \
+        if (u == 4) cl_chunks_##S(xi, g, da, db, ha, hb, wa, wb, c, 4, m, a, sc, zero);       \
+        else if (u == 2) cl_chunks_##S(xi, g, da, db, ha, hb, wa, wb, c, 2, m, a, sc, zero);  \
+        else cl_chunks_##S(xi, g, da, db, ha, hb, wa, wb, c, 1, m, a, sc, zero);              \
         j += u;                                                                               \
       }                                                                                       \
       if (nch) continue;                                                                      \
@@ -432,8 +429,6 @@ static void pool_gather(const opf_case *c, const pool_geom *g, const int32_t *am
       if (a) {                                                                                \
         int32_t first = (int32_t)(((da * H + ha) * W + wa) * C);                              \
         for (int64_t c = 0; c < C; c++) m[c] = (T)-INFINITY, a[c] = first + (int32_t)c;       \
-      } else if (max) {                                                                       \
-        for (int64_t c = 0; c < C; c++) m[c] = (T)-INFINITY;                                  \
       } else {                                                                                \
         for (int64_t c = 0; c < C; c++) m[c] = 0;                                             \
       }                                                                                       \
@@ -443,23 +438,24 @@ static void pool_gather(const opf_case *c, const pool_geom *g, const int32_t *am
             int64_t off = ((id * H + ih) * W + iw) * C;                                       \
             const T *restrict xv = xi + off;                                                  \
             if (a) pool_tap_max_##S(xv, m, a, C, (int32_t)off);                               \
-            else if (max)                                                                     \
-              for (int64_t c = 0; c < C; c++) m[c] = xv[c] > m[c] ? xv[c] : m[c];             \
             else                                                                              \
               for (int64_t c = 0; c < C; c++) m[c] += xv[c];                                  \
           }                                                                                   \
-      if (!max)                                                                               \
+      if (!a)                                                                                 \
         for (int64_t c = 0; c < C; c++) m[c] *= sc;                                           \
     }                                                                                         \
   }                                                                                           \
   /* Output row (od, oh) of a channels-last image: every position's window applied to all   \
-   * C channels, in register chunks of channels (fewer than a chunk: plain loops). */        \
+   * C channels, in register chunks of channels (fewer than a chunk: plain loops). Max      \
+   * without an argmax array (no backward follows) writes each position's argmax to the     \
+   * same scratch row scr of C, in L1: a values-only kernel (compare and blend of the max    \
+   * alone) ran 1.1-1.2x slower on 3x3(x3) windows, GCC scheduling it worse. */             \
   OPF_VEC static void cl_row_##S(const T *xi, T *yr, int32_t *ar, const pool_geom *g,         \
                                  int64_t od, int64_t oh, const T *ds, const T *rs,            \
-                                 const T *cs, int max) {                                      \
-    if (ar) cl_row_body_##S(xi, yr, ar, g, od, oh, ds, rs, cs, 1);                            \
-    else if (max) cl_row_body_##S(xi, yr, NULL, g, od, oh, ds, rs, cs, 1);                    \
-    else cl_row_body_##S(xi, yr, NULL, g, od, oh, ds, rs, cs, 0);                             \
+                                 const T *cs, int32_t *scr) {                                 \
+    if (ar) cl_row_body_##S(xi, yr, ar, g, od, oh, ds, rs, cs, 1, NULL);                      \
+    else if (scr) cl_row_body_##S(xi, yr, NULL, g, od, oh, ds, rs, cs, 1, scr);               \
+    else cl_row_body_##S(xi, yr, NULL, g, od, oh, ds, rs, cs, 0, NULL);                       \
   }                                                                                           \
   /* Average/sum backward of input row (id, ih): each position's gradient is the scaled sum \
    * of its covering outputs' gradient vectors. */                                            \
@@ -667,7 +663,8 @@ static void pool_layout(const opf_case *c, pool_ctx *t) {
   t->sa = t->mode == M_TR ? pool_align(S * e) : t->mode == M_STAGED ? pool_align(pool_staged_elems(g) * e) : 0;
   t->sb = t->mode == M_TR ? pool_align(OS * e) : 0;
   size_t sc = t->mode == M_TR ? pool_align(OS * 4) : 0;
-  t->slot = g->cl ? 64 : 64 + pool_align(pool_row_elems(g, t->mode) * e) + t->sa + t->sb + sc;
+  size_t cl_scr = t->max ? pool_align((size_t)g->C * 4) : 0; /* cl_row's argmax scratch */
+  t->slot = g->cl ? 64 + cl_scr : 64 + pool_align(pool_row_elems(g, t->mode) * e) + t->sa + t->sb + sc;
   char *ws = c->ws;
   t->am = t->max ? (int32_t *)ws : NULL;
   t->ds = t->max ? NULL : ws;
@@ -792,13 +789,13 @@ static void pool_cf_items(void *ctx, int64_t lo, int64_t hi, int k) {
 /* Channels-last: forward over output rows (n, od, oh), average/sum backward over input rows
  * (n, id, ih), max backward over images. */
 static void pool_cl_items(void *ctx, int64_t lo, int64_t hi, int k) {
-  (void)k;
   const pool_ctx *t = ctx;
   opf_case *c = t->c;
   const pool_geom *g = &t->g;
   int f32 = c->dtype == OPF_F32;
   size_t e = t->esz;
   int64_t C = g->C, S = g->S, OS = g->OS;
+  int32_t *scr = t->vals ? (int32_t *)(t->slots + (size_t)k * t->slot) : NULL;
   if (t->bwd && t->max) {
     int64_t st = pool_gather_step(g);
     if (st) pool_gather(c, g, t->am, st, lo, hi);
@@ -820,8 +817,8 @@ static void pool_cl_items(void *ctx, int64_t lo, int64_t hi, int k) {
     const char *xi = (const char *)c->in[0].data + (size_t)(n * S * C) * e;
     char *yr = (char *)c->out[0].data + (size_t)(n * OS * C + r * RL) * e;
     int32_t *ar = t->max && !t->vals ? t->am + n * OS * C + r * RL : NULL;
-    if (f32) cl_row_f32((const void *)xi, (void *)yr, ar, g, a0, a1, t->ds, t->rs, t->cs, t->max);
-    else cl_row_f64((const void *)xi, (void *)yr, ar, g, a0, a1, t->ds, t->rs, t->cs, t->max);
+    if (f32) cl_row_f32((const void *)xi, (void *)yr, ar, g, a0, a1, t->ds, t->rs, t->cs, scr);
+    else cl_row_f64((const void *)xi, (void *)yr, ar, g, a0, a1, t->ds, t->rs, t->cs, scr);
   }
 }
 
