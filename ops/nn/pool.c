@@ -402,7 +402,7 @@ static void pool_gather(const opf_case *c, const pool_geom *g, const int32_t *am
   }                                                                                           \
   POOL_INLINE void cl_row_body_##S(const T *xi, T *yr, int32_t *ar, const pool_geom *g,       \
                                    int64_t od, int64_t oh, const T *ds, const T *rs,          \
-                                   const T *cs, int max, int32_t *scr) {                      \
+                                   const T *cs, int max) {                                    \
     enum { V = LANES_##S };                                                                   \
     int64_t C = g->C, H = g->in[1], W = g->in[2], da, db, ha, hb;                             \
     int64_t nch = C < V ? 0 : (C + V - 1) / V;                                                \
@@ -413,7 +413,7 @@ static void pool_gather(const opf_case *c, const pool_geom *g, const int32_t *am
       int64_t wa, wb;                                                                         \
       pool_span(ow, g->s[2], g->p[2], g->k[2], W, &wa, &wb);                                  \
       T *restrict m = yr + ow * C;                                                            \
-      int32_t *restrict a = !max ? NULL : scr ? scr : ar + ow * C;                            \
+      int32_t *restrict a = max ? ar + ow * C : NULL;                                         \
       T sc = max ? 0 : ds[od] * rs[oh] * cs[ow];                                              \
       for (int64_t j = 0; j < nch;) { /* chunk groups, the last chunk shifted back */        \
         int u = nch - j >= 4 ? 4 : nch - j >= 2 ? 2 : 1;                                      \
@@ -446,16 +446,12 @@ static void pool_gather(const opf_case *c, const pool_geom *g, const int32_t *am
     }                                                                                         \
   }                                                                                           \
   /* Output row (od, oh) of a channels-last image: every position's window applied to all   \
-   * C channels, in register chunks of channels (fewer than a chunk: plain loops). Max      \
-   * without an argmax array (no backward follows) writes each position's argmax to the     \
-   * same scratch row scr of C, in L1: a values-only kernel (compare and blend of the max    \
-   * alone) ran 1.1-1.2x slower on 3x3(x3) windows, GCC scheduling it worse. */             \
+   * C channels, in register chunks of channels (fewer than a chunk: plain loops). */        \
   OPF_VEC static void cl_row_##S(const T *xi, T *yr, int32_t *ar, const pool_geom *g,         \
                                  int64_t od, int64_t oh, const T *ds, const T *rs,            \
-                                 const T *cs, int32_t *scr) {                                 \
-    if (ar) cl_row_body_##S(xi, yr, ar, g, od, oh, ds, rs, cs, 1, NULL);                      \
-    else if (scr) cl_row_body_##S(xi, yr, NULL, g, od, oh, ds, rs, cs, 1, scr);               \
-    else cl_row_body_##S(xi, yr, NULL, g, od, oh, ds, rs, cs, 0, NULL);                       \
+                                 const T *cs) {                                               \
+    if (ar) cl_row_body_##S(xi, yr, ar, g, od, oh, ds, rs, cs, 1);                            \
+    else cl_row_body_##S(xi, yr, ar, g, od, oh, ds, rs, cs, 0);                               \
   }                                                                                           \
   /* Average/sum backward of input row (id, ih): each position's gradient is the scaled sum \
    * of its covering outputs' gradient vectors. */                                            \
@@ -663,8 +659,7 @@ static void pool_layout(const opf_case *c, pool_ctx *t) {
   t->sa = t->mode == M_TR ? pool_align(S * e) : t->mode == M_STAGED ? pool_align(pool_staged_elems(g) * e) : 0;
   t->sb = t->mode == M_TR ? pool_align(OS * e) : 0;
   size_t sc = t->mode == M_TR ? pool_align(OS * 4) : 0;
-  size_t cl_scr = t->max ? pool_align((size_t)g->C * 4) : 0; /* cl_row's argmax scratch */
-  t->slot = g->cl ? 64 + cl_scr : 64 + pool_align(pool_row_elems(g, t->mode) * e) + t->sa + t->sb + sc;
+  t->slot = g->cl ? 64 : 64 + pool_align(pool_row_elems(g, t->mode) * e) + t->sa + t->sb + sc;
   char *ws = c->ws;
   t->am = t->max ? (int32_t *)ws : NULL;
   t->ds = t->max ? NULL : ws;
@@ -789,13 +784,13 @@ static void pool_cf_items(void *ctx, int64_t lo, int64_t hi, int k) {
 /* Channels-last: forward over output rows (n, od, oh), average/sum backward over input rows
  * (n, id, ih), max backward over images. */
 static void pool_cl_items(void *ctx, int64_t lo, int64_t hi, int k) {
+  (void)k;
   const pool_ctx *t = ctx;
   opf_case *c = t->c;
   const pool_geom *g = &t->g;
   int f32 = c->dtype == OPF_F32;
   size_t e = t->esz;
   int64_t C = g->C, S = g->S, OS = g->OS;
-  int32_t *scr = t->vals ? (int32_t *)(t->slots + (size_t)k * t->slot) : NULL;
   if (t->bwd && t->max) {
     int64_t st = pool_gather_step(g);
     if (st) pool_gather(c, g, t->am, st, lo, hi);
@@ -816,9 +811,13 @@ static void pool_cl_items(void *ctx, int64_t lo, int64_t hi, int k) {
     }
     const char *xi = (const char *)c->in[0].data + (size_t)(n * S * C) * e;
     char *yr = (char *)c->out[0].data + (size_t)(n * OS * C + r * RL) * e;
-    int32_t *ar = t->max && !t->vals ? t->am + n * OS * C + r * RL : NULL;
-    if (f32) cl_row_f32((const void *)xi, (void *)yr, ar, g, a0, a1, t->ds, t->rs, t->cs, scr);
-    else cl_row_f64((const void *)xi, (void *)yr, ar, g, a0, a1, t->ds, t->rs, t->cs, scr);
+    /* channels-last max keeps its argmax even when no backward follows: values-only
+     * variants of cl_row (a compare-and-blend kernel, or the argmax kernel into a scratch
+     * row) made GCC schedule every cl_row body worse (3x3 NHWC max 1.1-2x, k2 NHWC avg
+     * 1.05-1.3x slower) */
+    int32_t *ar = t->max ? t->am + n * OS * C + r * RL : NULL;
+    if (f32) cl_row_f32((const void *)xi, (void *)yr, ar, g, a0, a1, t->ds, t->rs, t->cs);
+    else cl_row_f64((const void *)xi, (void *)yr, ar, g, a0, a1, t->ds, t->rs, t->cs);
   }
 }
 

@@ -483,9 +483,10 @@ static void test_max_gather_backward(void **state) {
 }
 
 /* Without an input gradient (no backward follows: include/op.h) window max pooling skips the
- * argmax (pool.c: cf_chunks / cl_chunks values only). The values must be the bits of the
- * argmax path and equal the reference on every kernel path (direct strides 1, 2 and 3,
- * staged, transposed, channels-last chunks and narrow C, merged short rows), on inputs with
+ * argmax (pool.c: cf_chunks values only; transposed planes and channels-last keep it). The
+ * values must be the bits of the argmax path and equal the reference on every kernel path
+ * (direct strides 1, 2 and 3, staged, transposed, channels-last chunks and narrow C, merged
+ * short rows), on inputs with
  * ties, windows whose maximum is a zero of either sign first (the first zero's sign stays),
  * and NaNs (skipped, as the reference's sequential max); both dtypes, 1 and 2 threads. */
 static void test_max_values_only(void **state) {
