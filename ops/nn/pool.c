@@ -5,7 +5,8 @@
  * outputs along a row (narrow planes such as 10000x10 are transposed first); channels-last
  * images are threaded over output rows and vectorised along C. Max pooling saves each
  * window's argmax (ties: the first maximum in row-major window order) for its backward
- * scatter; average and sum backward gather each input's covering outputs. */
+ * scatter (a gather for stride-1 windows along W only); average and sum backward gather each
+ * input's covering outputs. */
 #include "pool_common.h"
 
 /* Clipped window extent [a, b) of output index o along an axis. */
@@ -67,6 +68,14 @@ static inline int32_t pool_opaque_zero(void) {
 #define EVEN_f32 {0, 2, 4, 6, 8, 10, 12, 14, 17, 19, 21, 23, 25, 27, 29, 31}
 #define EVEN_f64 {0, 2, 4, 6, 9, 11, 13, 15}
 
+/* cf_plane's body for stride s of 1, 2 or any, with the flags constant. */
+#define POOL_CF_STRIDES(S, MAX, ARG, TIE)                                                      \
+  {                                                                                            \
+    if (s == 1) cf_plane_body_##S(x, y, am, q, MAX, ARG, TIE, 1);                              \
+    else if (s == 2) cf_plane_body_##S(x, y, am, q, MAX, ARG, TIE, 2);                         \
+    else cf_plane_body_##S(x, y, am, q, MAX, ARG, TIE, s);                                     \
+  }
+
 #define POOL_CF_KERNELS(T, S)                                                                  \
   /* *v = lanes l of a chunk, xr[l*s], for the (constant) stride s. Stride 2 takes the even \
    * elements of the 2V-1 it needs from two overlapping loads, never reading beyond. */       \
@@ -88,7 +97,8 @@ static inline int32_t pool_opaque_zero(void) {
    * one chunk's running max waits ~5 cycles per tap on its compare and blend. */           \
   POOL_INLINE void cf_chunks_##S(const T *xp, const pool_view *q, int64_t da, int64_t db,     \
                                  int64_t ha, int64_t hb, const int64_t *o, int u, int max,    \
-                                 int tie, int64_t s, T *yr, int32_t *ar, T rsc, int32_t zero) { \
+                                 int arg, int tie, int64_t s, T *yr, int32_t *ar, T rsc,      \
+                                 int32_t zero) {                                              \
     const vi_##S lane = LANE_IDX_##S;                                                         \
     vi_##S loff = lane * (int32_t)(s * q->imc);                                               \
     int64_t c[4];                                                                             \
@@ -100,6 +110,7 @@ static inline int32_t pool_opaque_zero(void) {
       d[k] = (int32_t)((c[k] - c[0]) * q->imc);                                               \
       if (!max) continue;                                                                     \
       m[k] -= (T)INFINITY; /* argmax starts at the first real element of each window */      \
+      if (!arg) continue;                                                                     \
       vi_##S col = lane * (int32_t)s + (int32_t)c[k];                                         \
       col &= col >= 0;                                                                        \
       a[k] = col * (int32_t)q->imc + (int32_t)(da * q->imd + ha * q->imr);                    \
@@ -111,15 +122,16 @@ static inline int32_t pool_opaque_zero(void) {
         for (int64_t kw = 0; kw < q->kw; kw++, iv += (int32_t)q->imc)                         \
           _Pragma("GCC unroll 4") for (int k = 0; k < u; k++) {                               \
             vf_##S v;                                                                         \
-            cf_load_##S(&v, xr + c[k] + kw, s, max, zero);                                         \
-            if (max) pool_acc_##S(&m[k], &a[k], v, iv + d[k], tie);                           \
+            cf_load_##S(&v, xr + c[k] + kw, s, max, zero);                                    \
+            if (max && arg) pool_acc_##S(&m[k], &a[k], v, iv + d[k], tie);                    \
+            else if (max) m[k] = pool_vmax_##S(m[k], v);                                      \
             else m[k] += v;                                                                   \
           }                                                                                   \
       }                                                                                       \
     _Pragma("GCC unroll 4") for (int k = 0; k < u; k++) {                                     \
       if (max) {                                                                              \
         memcpy(yr + o[k], &m[k], sizeof m[k]);                                                \
-        memcpy(ar + o[k], &a[k], sizeof a[k]);                                                \
+        if (arg) memcpy(ar + o[k], &a[k], sizeof a[k]);                                       \
       } else {                                                                                \
         vf_##S cs;                                                                            \
         memcpy(&cs, (const T *)q->cs + o[k], sizeof cs);                                      \
@@ -133,7 +145,7 @@ static inline int32_t pool_opaque_zero(void) {
    * shifted back to end with them (recomputing a few outputs is cheaper than a scalar     \
    * tail); edge outputs take the clipped window, one at a time. */                         \
   POOL_INLINE void cf_row_##S(const T *xp, const pool_view *q, int64_t od, int64_t oh,        \
-                              T *yr, int32_t *ar, int max, int tie, int64_t s) {              \
+                              T *yr, int32_t *ar, int max, int arg, int tie, int64_t s) {     \
     enum { V = LANES_##S };                                                                   \
     int64_t da, db, ha, hb, ia = 0, ib = q->OW;                                               \
     pool_span(od, q->sd, q->pd, q->kd, q->D, &da, &db);                                       \
@@ -146,9 +158,9 @@ static inline int32_t pool_opaque_zero(void) {
       int u = nch - j >= 4 ? 4 : nch - j >= 2 ? 2 : 1;                                        \
       int64_t o[4];                                                                           \
       for (int k = 0; k < u; k++) o[k] = ia + (j + k) * V > ib - V ? ib - V : ia + (j + k) * V; \
-      if (u == 4) cf_chunks_##S(xp, q, da, db, ha, hb, o, 4, max, tie, s, yr, ar, rsc, zero); \
-      else if (u == 2) cf_chunks_##S(xp, q, da, db, ha, hb, o, 2, max, tie, s, yr, ar, rsc, zero); \
-      else cf_chunks_##S(xp, q, da, db, ha, hb, o, 1, max, tie, s, yr, ar, rsc, zero);        \
+      if (u == 4) cf_chunks_##S(xp, q, da, db, ha, hb, o, 4, max, arg, tie, s, yr, ar, rsc, zero); \
+      else if (u == 2) cf_chunks_##S(xp, q, da, db, ha, hb, o, 2, max, arg, tie, s, yr, ar, rsc, zero); \
+      else cf_chunks_##S(xp, q, da, db, ha, hb, o, 1, max, arg, tie, s, yr, ar, rsc, zero);        \
       j += u;                                                                                 \
     }                                                                                         \
     for (int64_t o = 0; o < q->OW; o++) { /* edges, and rows too short for a chunk */        \
@@ -162,41 +174,35 @@ static inline int32_t pool_opaque_zero(void) {
         for (int64_t ih = ha; ih < hb; ih++)                                                  \
           for (int64_t iw = wa; iw < wb; iw++) {                                              \
             T v = xp[(id * q->H + ih) * q->pitch + q->lead + iw];                             \
-            if (max) pool_acc1_##S(&m, &a, v, id * q->imd + ih * q->imr + iw * q->imc, tie);  \
+            if (max && arg) pool_acc1_##S(&m, &a, v, id * q->imd + ih * q->imr + iw * q->imc, tie); \
+            else if (max) m = v > m ? v : m;                                                  \
             else m += v;                                                                      \
           }                                                                                   \
-      if (max) yr[o] = m, ar[o] = (int32_t)a;                                                 \
-      else yr[o] = m * (rsc * ((const T *)q->cs)[o]);                                         \
+      if (max && arg) ar[o] = (int32_t)a;                                                     \
+      yr[o] = max ? m : m * (rsc * ((const T *)q->cs)[o]);                                    \
     }                                                                                         \
   }                                                                                           \
   POOL_INLINE void cf_plane_body_##S(const T *x, T *y, int32_t *am, const pool_view *q,       \
-                                     int max, int tie, int64_t s) {                           \
+                                     int max, int arg, int tie, int64_t s) {                  \
     int64_t rows = q->OD * q->OH, per = (q->pf_bytes / rows + 63) & ~(int64_t)63;              \
     for (int64_t od = 0; od < q->OD; od++)                                                    \
       for (int64_t oh = 0; oh < q->OH; oh++) {                                                \
         int64_t r = (od * q->OH + oh) * q->OW, i = od * q->OH + oh;                           \
         for (int64_t b = i * per; b < (i + 1) * per && b < q->pf_bytes; b += 64)              \
           __builtin_prefetch(q->pf + b);                                                      \
-        cf_row_##S(x, q, od, oh, y + r, max ? am + r : NULL, max, tie, s);                    \
+        cf_row_##S(x, q, od, oh, y + r, arg ? am + r : NULL, max, arg, tie, s);               \
       }                                                                                       \
   }                                                                                           \
-  /* Forward of one plane (max when am != NULL); the stride along W is made a constant for  \
-   * 1 and 2 so the chunk loads are contiguous or de-interleaving vector loads, not gathers. */ \
-  OPF_VEC static void cf_plane_##S(const T *x, T *y, int32_t *am, const pool_view *q, int tie) { \
+  /* Forward of one plane: max (with its argmax when am != NULL; tie needs it) or avg/sum;  \
+   * the stride along W is made a constant for 1 and 2 so the chunk loads are contiguous or  \
+   * de-interleaving vector loads, not gathers. */                                           \
+  OPF_VEC static void cf_plane_##S(const T *x, T *y, int32_t *am, const pool_view *q, int max, \
+                                   int tie) {                                                 \
     int64_t s = q->sw;                                                                        \
-    if (!am) {                                                                                \
-      if (s == 1) cf_plane_body_##S(x, y, am, q, 0, 0, 1);                                    \
-      else if (s == 2) cf_plane_body_##S(x, y, am, q, 0, 0, 2);                               \
-      else cf_plane_body_##S(x, y, am, q, 0, 0, s);                                           \
-    } else if (!tie) {                                                                        \
-      if (s == 1) cf_plane_body_##S(x, y, am, q, 1, 0, 1);                                    \
-      else if (s == 2) cf_plane_body_##S(x, y, am, q, 1, 0, 2);                               \
-      else cf_plane_body_##S(x, y, am, q, 1, 0, s);                                           \
-    } else {                                                                                  \
-      if (s == 1) cf_plane_body_##S(x, y, am, q, 1, 1, 1);                                    \
-      else if (s == 2) cf_plane_body_##S(x, y, am, q, 1, 1, 2);                               \
-      else cf_plane_body_##S(x, y, am, q, 1, 1, s);                                           \
-    }                                                                                         \
+    if (!max) POOL_CF_STRIDES(S, 0, 0, 0)                                                     \
+    else if (!am) POOL_CF_STRIDES(S, 1, 0, 0)                                                 \
+    else if (!tie) POOL_CF_STRIDES(S, 1, 1, 0)                                                \
+    else POOL_CF_STRIDES(S, 1, 1, 1)                                                          \
   }                                                                                           \
   /* Average/sum backward of one plane, as a gather so every store is contiguous, in two   \
    * passes. Pass 1: row (id, ih) of the plane tp (rows of pitch OW + 2M, zero margins of M) \
@@ -284,6 +290,75 @@ static inline int32_t pool_opaque_zero(void) {
     else if (q->sw == 2) cf_spread_body_##S(gy, dx, wk, q, 2);                                \
     else cf_spread_body_##S(gy, dx, wk, q, q->sw);                                            \
   }
+
+/* Max backward as a gather, for windows along W only (every other axis: kernel 1, stride 1)
+ * with stride 1 and as many outputs as inputs (pad (k - 1) / 2): in a unit of n elements
+ * (a plane; an image of C channels for channels-last, st = C) input i can only be the argmax
+ * of the k outputs o = i + (p - kw) * st, so dx[i] = sum of gy[o] over those with am[o] == i,
+ * in increasing o (the scatter's order: bit for bit its sums). The flat index crosses row
+ * ends safely: an output of another row has its argmax in that row. Against the scatter
+ * (memset, then dx[am[o]] += gy[o], ~5 cycles a store-to-load chain when neighbouring windows
+ * share their argmax) it is one pass of contiguous vector stores: 4096x64x12 k3 ran 2x faster. */
+enum { POOL_GATHER_KMAX = 8 };
+#define POOL_GATHER(T, S)                                                                      \
+  POOL_INLINE T gather1_##S(const T *gp, const int32_t *ap, int64_t i, int64_t n, int64_t k,   \
+                            int64_t p, int64_t st) {                                          \
+    T acc = 0;                                                                                \
+    for (int64_t kw = k - 1; kw >= 0; kw--) {                                                 \
+      int64_t o = i + (p - kw) * st;                                                          \
+      if (o >= 0 && o < n && ap[o] == i) acc += gp[o];                                        \
+    }                                                                                         \
+    return acc;                                                                               \
+  }                                                                                           \
+  OPF_VEC static void pool_gather_##S(const T *restrict gy, T *restrict dx,                   \
+                                      const int32_t *restrict am, int64_t n, int64_t k,       \
+                                      int64_t p, int64_t st, int64_t u0, int64_t u1) {        \
+    enum { V = LANES_##S };                                                                   \
+    const vi_##S lane = LANE_IDX_##S;                                                         \
+    int64_t h = (k - 1 - p) * st, e = n - p * st; /* vector chunks inside [h, e) */           \
+    if (e - h < V) h = e = n;                                                                 \
+    for (int64_t u = u0; u < u1; u++) {                                                       \
+      const T *restrict gp = gy + u * n;                                                      \
+      const int32_t *restrict ap = am + u * n;                                                \
+      T *restrict dp = dx + u * n;                                                            \
+      for (int64_t i = 0; i < h; i++) dp[i] = gather1_##S(gp, ap, i, n, k, p, st);            \
+      for (int64_t i = h; i < e; i += V) {                                                    \
+        int64_t i0 = i + V > e ? e - V : i;                                                   \
+        vi_##S idx = lane + (int32_t)i0;                                                      \
+        vf_##S acc = {0};                                                                     \
+        for (int64_t kw = k - 1; kw >= 0; kw--) {                                             \
+          vf_##S g;                                                                           \
+          vi_##S a;                                                                           \
+          memcpy(&g, gp + i0 + (p - kw) * st, sizeof g);                                      \
+          memcpy(&a, ap + i0 + (p - kw) * st, sizeof a);                                      \
+          vm_##S m = IDX_MASK_##S(a == idx);                                                  \
+          acc = (vf_##S)(((vm_##S)(acc + g) & m) | ((vm_##S)acc & ~m));                       \
+        }                                                                                     \
+        memcpy(dp + i0, &acc, sizeof acc);                                                    \
+      }                                                                                       \
+      for (int64_t i = e; i < n; i++) dp[i] = gather1_##S(gp, ap, i, n, k, p, st);            \
+    }                                                                                         \
+  }
+POOL_GATHER(float, f32)
+POOL_GATHER(double, f64)
+
+/* Whether the max backward of g runs as pool_gather: its step, 0 when not. */
+static int64_t pool_gather_step(const pool_geom *g) {
+  for (int a = 0; a < 2; a++)
+    if (g->k[a] != 1 || g->s[a] != 1) return 0;
+  if (g->kind != PK_MAX || g->s[2] != 1 || g->out[2] != g->in[2] || g->k[2] > POOL_GATHER_KMAX)
+    return 0;
+  return g->cl ? g->C : 1;
+}
+
+static void pool_gather(const opf_case *c, const pool_geom *g, const int32_t *am, int64_t st,
+                        int64_t u0, int64_t u1) {
+  int64_t n = g->cl ? g->S * g->C : g->S;
+  if (c->dtype == OPF_F32)
+    pool_gather_f32(c->gout[0].data, c->gin[0].data, am, n, g->k[2], g->p[2], st, u0, u1);
+  else
+    pool_gather_f64(c->gout[0].data, c->gin[0].data, am, n, g->k[2], g->p[2], st, u0, u1);
+}
 
 /* Channels-last kernels. Windows are scanned in increasing index order, so the strictly-
  * greater rule keeps the first maximum. */
@@ -526,6 +601,7 @@ typedef struct pool_ctx {
   opf_case *c;
   pool_geom g;
   int max, mode;
+  int vals; /* max forward without an input gradient: the values only, no argmax */
   size_t esz;
   int32_t *am;
   void *ds, *rs, *cs; /* per output axis scale (avg, sum) */
@@ -661,7 +737,9 @@ static void pool_cf_items(void *ctx, int64_t lo, int64_t hi, int k) {
   char *pa = slot + pool_align(pool_row_elems(g, t->mode) * e), *pb = pa + t->sa, *pc = pb + t->sb;
   pool_view q = pool_view_of(t);
   if (t->bwd && t->max) {
-    pool_scatter(c->dtype, c->gout[0].data, c->gin[0].data, t->am, g->S, g->OS, lo, hi);
+    int64_t st = pool_gather_step(g);
+    if (st) pool_gather(c, g, t->am, st, lo, hi);
+    else pool_scatter(c->dtype, c->gout[0].data, c->gin[0].data, t->am, g->S, g->OS, lo, hi);
     return;
   }
   for (int64_t pl = lo; pl < hi; pl++) {
@@ -678,7 +756,7 @@ static void pool_cf_items(void *ctx, int64_t lo, int64_t hi, int k) {
     }
     const char *xp = (const char *)c->in[0].data + pl * S * e;
     char *yp = (char *)c->out[0].data + pl * OS * e;
-    int32_t *ap = t->max ? t->am + pl * OS : NULL;
+    int32_t *ap = t->max && !t->vals ? t->am + pl * OS : NULL;
     /* the next plane, prefetched in slices, one per output row; not when a slice would be
      * longer than POOL_PF_ROW_MAX: a long row is a sequential stream the hardware prefetcher
      * follows by itself, and a burst of thousands of prefetches ahead of it only stalls it */
@@ -691,9 +769,9 @@ static void pool_cf_items(void *ctx, int64_t lo, int64_t hi, int k) {
     if (tr) transpose_slices(e, xp, pa, D, H, W);
     const void *xs = t->mode == M_DIRECT ? (const void *)xp : pa;
     void *ys = tr ? (void *)pb : yp;
-    int32_t *as = ap && tr ? (int32_t *)pc : ap;
-    if (f32) cf_plane_f32(xs, ys, as, &q, tr);
-    else cf_plane_f64(xs, ys, as, &q, tr);
+    int32_t *as = t->max && tr ? (int32_t *)pc : ap; /* transposed: ties need the argmax */
+    if (f32) cf_plane_f32(xs, ys, as, &q, t->max, tr);
+    else cf_plane_f64(xs, ys, as, &q, t->max, tr);
     if (tr) {
       transpose_slices(e, pb, yp, OD, OW, OH);
       if (ap)
@@ -714,7 +792,9 @@ static void pool_cl_items(void *ctx, int64_t lo, int64_t hi, int k) {
   size_t e = t->esz;
   int64_t C = g->C, S = g->S, OS = g->OS;
   if (t->bwd && t->max) {
-    pool_scatter(c->dtype, c->gout[0].data, c->gin[0].data, t->am, S * C, OS * C, lo, hi);
+    int64_t st = pool_gather_step(g);
+    if (st) pool_gather(c, g, t->am, st, lo, hi);
+    else pool_scatter(c->dtype, c->gout[0].data, c->gin[0].data, t->am, S * C, OS * C, lo, hi);
     return;
   }
   int64_t R = t->bwd ? g->in[0] * g->in[1] : g->out[0] * g->out[1]; /* rows per image */
@@ -731,6 +811,10 @@ static void pool_cl_items(void *ctx, int64_t lo, int64_t hi, int k) {
     }
     const char *xi = (const char *)c->in[0].data + (size_t)(n * S * C) * e;
     char *yr = (char *)c->out[0].data + (size_t)(n * OS * C + r * RL) * e;
+    /* channels-last max keeps its argmax even when no backward follows: values-only
+     * variants of cl_row (a compare-and-blend kernel, or the argmax kernel into a scratch
+     * row) made GCC schedule every cl_row body worse (3x3 NHWC max 1.1-2x, k2 NHWC avg
+     * 1.05-1.3x slower) */
     int32_t *ar = t->max ? t->am + n * OS * C + r * RL : NULL;
     if (f32) cl_row_f32((const void *)xi, (void *)yr, ar, g, a0, a1, t->ds, t->rs, t->cs);
     else cl_row_f64((const void *)xi, (void *)yr, ar, g, a0, a1, t->ds, t->rs, t->cs);
@@ -751,6 +835,7 @@ static void pool_run(pool_ctx *t, int bwd) {
 static int pool_forward(opf_case *c) {
   pool_ctx t;
   pool_setup(c, &t);
+  t.vals = t.max && !c->gin[0].data; /* no backward follows (include/op.h) */
   pool_run(&t, 0);
   return OPF_OK;
 }

@@ -248,6 +248,12 @@ typedef int32_t vi_f64 __attribute__((vector_size(32)));
     *m = (vf_##S)(((vm_##S)v & take) | ((vm_##S)*m & ~take));                                 \
     *a = (idx & ti) | (*a & ~ti);                                                             \
   }                                                                                           \
+  /* The running max alone (no argmax): v where v > *m, as the argmax path's strict rule (a   \
+   * NaN never enters, the first of equal zeros stays); one vmaxps where the ISA has it. */  \
+  POOL_INLINE vf_##S pool_vmax_##S(vf_##S m, vf_##S v) {                                       \
+    vm_##S take = v > m;                                                                      \
+    return (vf_##S)(((vm_##S)v & take) | ((vm_##S)m & ~take));                               \
+  }                                                                                           \
   POOL_INLINE void pool_acc1_##S(T *m, int64_t *a, T v, int64_t idx, int tie) {                \
     int take = v > *m || (tie && v == *m && idx < *a); /* branch-free: random data */        \
     *a = take ? idx : *a;                                                                     \

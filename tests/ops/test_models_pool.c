@@ -421,6 +421,143 @@ static void test_pool1d_merged_rows(void **state) {
              (int64_t[]){1, 1, 2}, (int64_t[]){1, 1, 2}, zero);
 }
 
+/* Max backward with windows along W only, stride 1, as many outputs as inputs, runs as a
+ * gather (pool_gather: each input sums the outputs whose argmax it is, over a flat index that
+ * crosses row ends). Inputs of few distinct values (ties inside windows and neighbouring
+ * windows sharing their argmax) and gradients of halves (exact sums): dx must equal the
+ * scatter of g to each window's first maximum, exactly, in both layouts, both dtypes, on 1
+ * and 2 threads; planes shorter than a vector, ragged vector tails, merged short rows. */
+static void test_max_gather_backward(void **state) {
+  (void)state;
+  static const struct { const char *op, *spec; int cl; int64_t N, C, R, W, k; } cases[] = {
+      {"max_pool1d", "x=3x5x40 kernel=3 stride=1 pad=1", 0, 3, 5, 1, 40, 3},
+      {"max_pool1d", "x=2x3x37 kernel=5 stride=1 pad=2", 0, 2, 3, 1, 37, 5},
+      {"max_pool1d", "x=2x3x9 kernel=7 stride=1 pad=3", 0, 2, 3, 1, 9, 7},
+      {"max_pool1d", "x=4x64x12 kernel=3 stride=1 pad=1", 0, 4, 64, 1, 12, 3},
+      {"max_pool1d", "x=3x17x5 kernel=1", 0, 3, 17, 1, 5, 1},
+      {"max_pool1d", "x=2x40x3 kernel=3 stride=1 pad=1 layout=NWC", 1, 2, 3, 1, 40, 3},
+      {"max_pool1d", "x=2x13x37 kernel=5 stride=1 pad=2 layout=NWC", 1, 2, 37, 1, 13, 5},
+      {"max_pool2d", "x=2x3x6x21 kernel=1,3 stride=1 pad=0,1", 0, 2, 3, 6, 21, 3},
+      {"max_pool3d", "x=1x2x3x4x19 kernel=1,1,5 stride=1 pad=0,0,2", 0, 1, 2, 12, 19, 5},
+  };
+  const int saved = omp_get_max_threads();
+  static double want[1 << 14];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (int d = OPF_F32; d <= OPF_F64; d++)
+      for (int nt = 1; nt <= 2; nt++) {
+        omp_set_num_threads(nt);
+        const int64_t N = cases[i].N, C = cases[i].C, R = cases[i].R, W = cases[i].W,
+                      k = cases[i].k, p = k / 2, cl = cases[i].cl, S = R * W;
+        opf_case c;
+        ts_case_ready(&c, ts_op(cases[i].op), (opf_dtype)d, cases[i].spec, 1, 31);
+        const int64_t X = opf_numel(&c.in[0]);
+        assert_int_equal(X, opf_numel(&c.out[0]));
+        assert_true(X <= (int64_t)(sizeof want / sizeof want[0]));
+        for (int64_t j = 0; j < X; j++) {
+          ts_set(&c.in[0], j, (double)((j * 7 + j / 5) % 4));
+          ts_set(&c.gout[0], j, 0.5 * (double)(j % 9) - 2);
+        }
+        assert_int_equal(c.op->forward(&c), OPF_OK);
+        assert_int_equal(c.op->backward(&c), OPF_OK);
+        memset(want, 0, sizeof want);
+        for (int64_t n = 0; n < N; n++)
+          for (int64_t ch = 0; ch < C; ch++)
+            for (int64_t r = 0; r < R; r++)
+              for (int64_t o = 0; o < W; o++) {
+                int64_t a = o - p < 0 ? 0 : o - p, b = o - p + k > W ? W : o - p + k, best = a;
+                for (int64_t w = a; w < b; w++)
+                  if (ts_get(&c.in[0], at((int)cl, C, S, n, ch, r * W + w)) >
+                      ts_get(&c.in[0], at((int)cl, C, S, n, ch, r * W + best)))
+                    best = w;
+                want[at((int)cl, C, S, n, ch, r * W + best)] +=
+                    ts_get(&c.gout[0], at((int)cl, C, S, n, ch, r * W + o));
+              }
+        for (int64_t j = 0; j < X; j++)
+          if (ts_get(&c.gin[0], j) != want[j])
+            fail_msg("%s %s [%s] on %d threads: dx[%lld] = %g, want %g", cases[i].op,
+                     opf_dtype_name((opf_dtype)d), cases[i].spec, nt, (long long)j,
+                     ts_get(&c.gin[0], j), want[j]);
+        opf_case_release(&c);
+      }
+  omp_set_num_threads(saved);
+}
+
+/* Without an input gradient (no backward follows: include/op.h) window max pooling skips the
+ * argmax (pool.c: cf_chunks values only; transposed planes and channels-last keep it). The
+ * values must be the bits of the argmax path and equal the reference on every kernel path
+ * (direct strides 1, 2 and 3, staged, transposed, channels-last chunks and narrow C, merged
+ * short rows), on inputs with
+ * ties, windows whose maximum is a zero of either sign first (the first zero's sign stays),
+ * and NaNs (skipped, as the reference's sequential max); both dtypes, 1 and 2 threads. */
+static void test_max_values_only(void **state) {
+  (void)state;
+  static const struct { const char *op, *spec; } cases[] = {
+      {"max_pool1d", "x=2x3x100 kernel=3 stride=1 pad=1"},
+      {"max_pool1d", "x=2x3x101 kernel=2 stride=2"},
+      {"max_pool1d", "x=2x2x97 kernel=4 stride=3 pad=2"},
+      {"max_pool1d", "x=3x37x12 kernel=3 stride=1 pad=1"},
+      {"max_pool1d", "x=2x40x19 kernel=3 stride=1 pad=1 layout=NWC"},
+      {"max_pool2d", "x=2x3x12x40 kernel=2 stride=2"},
+      {"max_pool2d", "x=1x2x9x37 kernel=3 stride=1 pad=1"},
+      {"max_pool2d", "x=1x2x70x5 kernel=3 stride=1 pad=1"},
+      {"max_pool2d", "x=1x9x10x35 kernel=3 stride=2 pad=1 layout=NHWC"},
+      {"max_pool2d", "x=2x7x6x3 kernel=3 stride=1 pad=1 layout=NHWC"},
+      {"max_pool3d", "x=1x2x5x6x33 kernel=3,2,3 stride=2,1,1 pad=1,1,1"},
+      {"max_pool3d", "x=1x4x4x3x20 kernel=2 stride=2 layout=NDHWC"},
+  };
+  const int saved = omp_get_max_threads();
+  char msg[256];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    for (int d = OPF_F32; d <= OPF_F64; d++)
+      for (int nt = 1; nt <= 2; nt++) {
+        omp_set_num_threads(nt);
+        opf_case a, b;
+        ts_case_ready(&a, ts_op(cases[i].op), (opf_dtype)d, cases[i].spec, 1, 37);
+        ts_case_ready(&b, ts_op(cases[i].op), (opf_dtype)d, cases[i].spec, 0, 37);
+        assert_null(b.gin[0].data);
+        const int64_t X = opf_numel(&a.in[0]);
+        for (int64_t j = 0; j < X; j++) {
+          double v = (double)((j * 7 + j / 3) % 5) - 4; /* ties; maxima 0 */
+          if (j % 11 == 0) v = (j / 11) % 2 ? -0.0 : 0.0;
+          if (j % 23 == 5) v = NAN;
+          ts_set(&a.in[0], j, v);
+          ts_set(&b.in[0], j, v);
+        }
+        assert_int_equal(a.op->forward(&a), OPF_OK);
+        assert_int_equal(b.op->forward(&b), OPF_OK);
+        if (memcmp(a.out[0].data, b.out[0].data, (size_t)a.out[0].nbytes)) {
+          for (int64_t j = 0; j < opf_numel(&a.out[0]); j++) {
+            const double ya = ts_get(&a.out[0], j), yb = ts_get(&b.out[0], j);
+            if (memcmp(&ya, &yb, sizeof ya))
+              fail_msg("%s %s [%s] %d threads: values-only y[%lld] = %g, with the argmax %g",
+                       cases[i].op, opf_dtype_name((opf_dtype)d), cases[i].spec, nt,
+                       (long long)j, yb, ya);
+          }
+        }
+        if (ts_compare_reference(&b, 0, msg, sizeof msg))
+          fail_msg("%s %s [%s] values only, %d threads: %s", cases[i].op,
+                   opf_dtype_name((opf_dtype)d), cases[i].spec, nt, msg);
+        for (int64_t j = 0; j < opf_numel(&b.out[0]); j++) /* signed zeros as the reference */
+          if (ts_get(&b.out[0], j) == 0) {
+            opf_case r;
+            ts_case_ready(&r, ts_op(cases[i].op), (opf_dtype)d, cases[i].spec, 0, 37);
+            for (int64_t k = 0; k < X; k++) ts_set(&r.in[0], k, ts_get(&b.in[0], k));
+            assert_int_equal(r.op->reference(&r), OPF_OK);
+            for (int64_t k = j; k < opf_numel(&b.out[0]); k++)
+              if (signbit(ts_get(&r.out[0], k)) != signbit(ts_get(&b.out[0], k)))
+                fail_msg("%s %s [%s] values only, %d threads: y[%lld] = %g, reference %g",
+                         cases[i].op, opf_dtype_name((opf_dtype)d), cases[i].spec, nt,
+                         (long long)k, ts_get(&b.out[0], k), ts_get(&r.out[0], k));
+            opf_case_release(&r);
+            break;
+          }
+        opf_case_release(&a);
+        opf_case_release(&b);
+      }
+  }
+  omp_set_num_threads(saved);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden_window), cmocka_unit_test(test_golden_global),
@@ -429,6 +566,8 @@ int main(void) {
       cmocka_unit_test(test_global_max_values_only),
       cmocka_unit_test(test_global_long_ties),
       cmocka_unit_test(test_pool1d_merged_rows),
+      cmocka_unit_test(test_max_gather_backward),
+      cmocka_unit_test(test_max_values_only),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
