@@ -12,7 +12,7 @@
 #include "linalg/linalg.h"
 
 /* Runs this long go through rep movsb on x86 (see shp_movsb below); memcpy elsewhere. */
-#define SHP_LONG_RUN ((size_t)8 << 20)
+#define SHP_LONG_RUN ((size_t)1 << 20)
 
 #ifdef OPF_X86
 
@@ -28,16 +28,16 @@ __attribute__((target("avx512f"), unused)) static void shp_run_avx512(char *rest
   if (k < n) lin_copy(d + k, s + k, n - k); /* overlapping moves: masked stores were slower */
 }
 static inline int shp_have_avx512(void) { return __builtin_cpu_supports("avx512f"); }
-/* Runs of SHP_LONG_RUN bytes and more (a thread's half of a large copy) move by rep movsb.
- * On Zen 5 its microcode writes whole lines without the read-for-ownership of ordinary stores
- * yet leaves them in the cache, so it gains where a copy half fits the cache and where it does
- * not; glibc's memcpy uses its 4x32-byte loop there (rep movsb only up to the 1 MiB L2, and
- * streaming only past 288 MiB, sized from the package's 384 MiB L3). Standalone copies, 2
- * threads (one contiguous half each), 3 rounds of 60 calls interleaved, medians, load 5.6:
- * 25.7 MB 278 / 386 / 739 us against memcpy 323 / 436 / 824 and streaming 339 / 423 / 758;
- * source 28 bytes off (roll) 277 / 331 / 768 against 367 / 433 / 871 and 346 / 390 / 737.
- * Below it memcpy (on runs of 4 MiB, stack on axis 0, rep movsb was 10% slower than a vector
- * loop, and on 4 KiB runs twice as slow). Every AVX-512 x86 has fast strings (ERMS/FSRM). */
+/* Runs of SHP_LONG_RUN bytes and more move by rep movsb. On Zen 5 its microcode writes whole
+ * lines without the read-for-ownership of ordinary stores yet leaves them in the cache, so it
+ * gains both where a thread's share of a copy fits the cache and where it does not; glibc's
+ * memcpy takes its vector loop there (rep movsb only up to the 1 MiB L2; streaming only past
+ * 288 MiB, sized from the package's 384 MiB L3). Standalone copies on 2 threads (a contiguous
+ * share each, each method's third consecutive call timed, methods rotated, medians of 2
+ * rounds of 30-40, load 8): 25.7 MB 291 / 371 us against memcpy 477 / 443 and streaming
+ * 424 / 386; 16.8 MB in runs of 1, 2 or 4 MiB 129-150 us against memcpy 142-163; runs of
+ * 256 KiB equal (134-141 / 137-142), of 64 KiB slower (159-178 / 134-139), of 4 KiB much
+ * slower (208 / 161). Every AVX-512 x86 has fast strings (ERMS). */
 static inline void shp_movsb(void *d, const void *s, size_t n) {
   __asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
 }
