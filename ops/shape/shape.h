@@ -19,7 +19,7 @@
 /* Copy a run of n bytes (a multiple of 4), for the many short runs of layout operators (rows
  * of 56 elements): with AVX-512, 64-byte moves and one masked tail move, ~10 instructions for
  * a 200-byte row where a libc memcpy call costs ~60 and GCC turns a plain loop back into
- * that call. Long runs go to memcpy (non-temporal stores past the cache size). */
+ * that call. Longer runs go to memcpy, and from SHP_LONG_RUN to rep movsb (shp_run). */
 __attribute__((target("avx512f"), unused)) static void shp_run_avx512(char *restrict d,
                                                                        const char *restrict s,
                                                                        size_t n) {
@@ -28,9 +28,9 @@ __attribute__((target("avx512f"), unused)) static void shp_run_avx512(char *rest
   if (k < n) lin_copy(d + k, s + k, n - k); /* overlapping moves: masked stores were slower */
 }
 static inline int shp_have_avx512(void) { return __builtin_cpu_supports("avx512f"); }
-/* Runs of SHP_LONG_RUN bytes and more move by rep movsb. On Zen 5 its microcode writes whole
- * lines without the read-for-ownership of ordinary stores yet leaves them in the cache, so it
- * gains both where a thread's share of a copy fits the cache and where it does not; glibc's
+/* Runs of SHP_LONG_RUN bytes and more move by rep movsb. On Zen 5 it beat both ordinary and
+ * streaming stores on long runs, as if its microcode wrote whole lines without the
+ * read-for-ownership yet kept them cached (no PMU here to confirm); glibc's
  * memcpy takes its vector loop there (rep movsb only up to the 1 MiB L2; streaming only past
  * 288 MiB, sized from the package's 384 MiB L3). Standalone copies on 2 threads (a contiguous
  * share each, each method's third consecutive call timed, methods rotated, medians of 2
@@ -121,7 +121,13 @@ static inline int shp_streams(double bytes_moved) {
  * 494-568 against 575-587), 32 MB equal (907 / 894 us), 40 MB 1.36 ms against 1.15. So from
  * two threads, a copy streams from twice the LLC moved; one thread keeps shp_streams. Row
  * reversals (flip, rm_run) measured slower unstreamed at 50 MB (652 against 600 us) and keep
- * shp_streams. */
+ * shp_streams; rolls (plain row copies) follow shp_copy. Why twice the LLC: the VM's two
+ * vCPUs answer a cache-line ping-pong in 1.0-1.3 us per round trip, as cores of different
+ * CCDs do, so each thread likely has a 32 MiB L3 of its own and a copy's two halves stay
+ * cached up to twice its size. That is also why these times swing 2-3x run to run: other
+ * processes on the VM (or host) take either L3 (a 25.7 MB copy at 2 threads: 280-320 us on
+ * a quiet machine, 740-900 us at load 4-5), and at load above 2 a 2-thread call waits out a
+ * scheduler slice now and then (medians of 7.97 ms). */
 #define SHP_STREAM_RUNS_PAR_BYTES (SHP_LLC_BYTES * 2)
 static inline int shp_streams_runs(double bytes_moved) {
   return shp_streams_from(bytes_moved, omp_get_max_threads() > 1
