@@ -42,8 +42,11 @@ static inline void shp_movsb(void *d, const void *s, size_t n) {
   __asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
 }
 static inline void shp_run(int avx512, void *d, const void *s, size_t n) {
-  if (avx512 && n >= SHP_LONG_RUN) shp_movsb(d, s, n);
-  else if (n >= 2048) memcpy(d, s, n);
+  if (avx512 && n >= SHP_LONG_RUN) { /* rep movsb from a line of the destination */
+    size_t head = (64 - ((uintptr_t)d & 63)) & 63;
+    shp_run_avx512(d, s, head);
+    shp_movsb((char *)d + head, (const char *)s + head, n - head);
+  } else if (n >= 2048) memcpy(d, s, n);
   else if (avx512) shp_run_avx512(d, s, n);
   else lin_copy(d, s, n);
 }
