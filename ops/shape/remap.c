@@ -219,11 +219,13 @@ static void rm_units(int64_t lo, int64_t hi, void *p) {
   int64_t idx[OPF_MAX_DIMS], r = lo / x->nchunk, ch = lo % x->nchunk, rest = r;
   for (int k = nd - 2; k >= 0; k--) idx[k] = rest % pl->d[k].m, rest /= pl->d[k].m;
   for (int64_t u = lo; u < hi; r++, ch = 0) {
-    int64_t so = rm_row_src(pl, idx, 0, nd - 1);
-    for (; ch < x->nchunk && u < hi; ch++, u++) {
-      int64_t j0 = ch * RM_CHUNK, j1 = j0 + RM_CHUNK < m ? j0 + RM_CHUNK : m;
-      rm_row(x, so < 0 ? NULL : x->src + so * es, x->dst + r * m * es, j0, j1);
-    }
+    /* this row's chunks in the range as one window: a thread's share of one long row (a
+     * flattened roll) is one run per segment (rep movsb past SHP_LONG_RUN, see shp_run) */
+    int64_t so = rm_row_src(pl, idx, 0, nd - 1), ce = ch + (hi - u);
+    ce = ce < x->nchunk ? ce : x->nchunk;
+    int64_t j0 = ch * RM_CHUNK, j1 = ce * RM_CHUNK < m ? ce * RM_CHUNK : m;
+    rm_row(x, so < 0 ? NULL : x->src + so * es, x->dst + r * m * es, j0, j1);
+    u += ce - ch;
     rm_next(pl, idx, nd - 2);
   }
   if (x->nt) shp_sfence();
@@ -278,7 +280,12 @@ static void rm_run(const rm_plan *pl, const void *src, void *dst, const void *fi
   rm_ctx x = {.pl = pl, .src = src, .dst = dst, .avx512 = shp_have_avx512()};
   int64_t nin = 1, nout = 1;
   for (int k = 0; k < pl->nd; k++) nin *= pl->d[k].n, nout *= pl->d[k].m;
-  x.nt = shp_streams((double)(nin + nout) * (double)pl->es);
+  /* Plans of plain copies (rolls) stream as shp_copy does (shp_streams_runs: from two
+   * threads, unstreamed up to twice the LLC); reversals and pads keep shp_streams. */
+  int copies = 1;
+  for (int k = 0; k < pl->nd; k++) copies &= pl->d[k].kind == MAP_ID || pl->d[k].kind == MAP_ROLL;
+  const double moved = (double)(nin + nout) * (double)pl->es;
+  x.nt = copies ? shp_streams_runs(moved) : shp_streams(moved);
   if (fill) memcpy(x.fill, fill, pl->es);
   const rm_dim *in = &pl->d[pl->nd - 1];
   int64_t rows = 1;

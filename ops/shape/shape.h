@@ -11,12 +11,15 @@
 
 #include "linalg/linalg.h"
 
+/* Runs this long go through rep movsb on x86 (see shp_movsb below); memcpy elsewhere. */
+#define SHP_LONG_RUN ((size_t)1 << 20)
+
 #ifdef OPF_X86
 
 /* Copy a run of n bytes (a multiple of 4), for the many short runs of layout operators (rows
  * of 56 elements): with AVX-512, 64-byte moves and one masked tail move, ~10 instructions for
  * a 200-byte row where a libc memcpy call costs ~60 and GCC turns a plain loop back into
- * that call. Long runs go to memcpy (non-temporal stores past the cache size). */
+ * that call. Longer runs go to memcpy, and from SHP_LONG_RUN to rep movsb (shp_run). */
 __attribute__((target("avx512f"), unused)) static void shp_run_avx512(char *restrict d,
                                                                        const char *restrict s,
                                                                        size_t n) {
@@ -25,8 +28,25 @@ __attribute__((target("avx512f"), unused)) static void shp_run_avx512(char *rest
   if (k < n) lin_copy(d + k, s + k, n - k); /* overlapping moves: masked stores were slower */
 }
 static inline int shp_have_avx512(void) { return __builtin_cpu_supports("avx512f"); }
+/* Runs of SHP_LONG_RUN bytes and more move by rep movsb. On Zen 5 it beat both ordinary and
+ * streaming stores on long runs, as if its microcode wrote whole lines without the
+ * read-for-ownership yet kept them cached (no PMU here to confirm); glibc's
+ * memcpy takes its vector loop there (rep movsb only up to the 1 MiB L2; streaming only past
+ * 288 MiB, sized from the package's 384 MiB L3). Standalone copies on 2 threads (a contiguous
+ * share each, each method's third consecutive call timed, methods rotated, medians of 2
+ * rounds of 30-40, load 8): 25.7 MB 291 / 371 us against memcpy 477 / 443 and streaming
+ * 424 / 386; 16.8 MB in runs of 1, 2 or 4 MiB 129-150 us against memcpy 142-163; runs of
+ * 256 KiB equal (134-141 / 137-142), of 64 KiB slower (159-178 / 134-139), of 4 KiB much
+ * slower (208 / 161). Every AVX-512 x86 has fast strings (ERMS). */
+static inline void shp_movsb(void *d, const void *s, size_t n) {
+  __asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
+}
 static inline void shp_run(int avx512, void *d, const void *s, size_t n) {
-  if (n >= 2048) memcpy(d, s, n);
+  if (avx512 && n >= SHP_LONG_RUN) { /* rep movsb from a line of the destination */
+    size_t head = (64 - ((uintptr_t)d & 63)) & 63;
+    shp_run_avx512(d, s, head);
+    shp_movsb((char *)d + head, (const char *)s + head, n - head);
+  } else if (n >= 2048) memcpy(d, s, n);
   else if (avx512) shp_run_avx512(d, s, n);
   else lin_copy(d, s, n);
 }
@@ -104,7 +124,13 @@ static inline int shp_streams(double bytes_moved) {
  * 494-568 against 575-587), 32 MB equal (907 / 894 us), 40 MB 1.36 ms against 1.15. So from
  * two threads, a copy streams from twice the LLC moved; one thread keeps shp_streams. Row
  * reversals (flip, rm_run) measured slower unstreamed at 50 MB (652 against 600 us) and keep
- * shp_streams. */
+ * shp_streams; rolls (plain row copies) follow shp_copy. Why twice the LLC: the VM's two
+ * vCPUs answer a cache-line ping-pong in 1.0-1.3 us per round trip, as cores of different
+ * CCDs do, so each thread likely has a 32 MiB L3 of its own and a copy's two halves stay
+ * cached up to twice its size. That is also why these times swing 2-3x run to run: other
+ * processes on the VM (or host) take either L3 (a 25.7 MB copy at 2 threads: 280-320 us on
+ * a quiet machine, 740-900 us at load 4-5), and at load above 2 a 2-thread call waits out a
+ * scheduler slice now and then (medians of 7.97 ms). */
 #define SHP_STREAM_RUNS_PAR_BYTES (SHP_LLC_BYTES * 2)
 static inline int shp_streams_runs(double bytes_moved) {
   return shp_streams_from(bytes_moved, omp_get_max_threads() > 1
@@ -131,24 +157,24 @@ static inline void shp_move(int nt, int avx512, void *d, const void *s, size_t n
 typedef struct {
   char *dst;
   const char *src;
-  int nt;
+  size_t n;
+  int nt, avx512;
 } shp_copy_ctx;
 
+/* 64-byte lines [lo, hi) of the copy (the last one partial). */
 static inline void shp_copy_range(int64_t lo, int64_t hi, void *p) {
   const shp_copy_ctx *x = p;
-  if (x->nt) {
-    shp_stream_avx512(x->dst + lo, x->src + lo, (size_t)(hi - lo));
-    shp_sfence();
-  } else {
-    memcpy(x->dst + lo, x->src + lo, (size_t)(hi - lo));
-  }
+  size_t a = (size_t)lo * 64, b = (size_t)hi * 64 < x->n ? (size_t)hi * 64 : x->n;
+  shp_move(x->nt, x->avx512, x->dst + a, x->src + a, b - a);
+  if (x->nt) shp_sfence();
 }
 
-/* memcpy of n bytes, one contiguous piece per thread for large copies, streamed past the
- * LLC (shp_streams_runs). */
+/* memcpy of n bytes, one contiguous piece per thread for large copies (split on whole 64-byte
+ * lines: each piece starts on a line of the destination, tensors being line aligned), streamed
+ * past the LLC (shp_streams_runs). */
 static inline void shp_copy(void *dst, const void *src, size_t n) {
-  shp_copy_ctx x = {dst, src, shp_streams_runs(2.0 * (double)n)};
-  opf_parallel_range((int64_t)n, SHP_PAR_BYTES, shp_copy_range, &x);
+  shp_copy_ctx x = {dst, src, n, shp_streams_runs(2.0 * (double)n), shp_have_avx512()};
+  opf_parallel_range((int64_t)((n + 63) / 64), SHP_PAR_BYTES / 64, shp_copy_range, &x);
 }
 
 /* Fill n words with the pattern at val (es bytes); vectorised stores. */

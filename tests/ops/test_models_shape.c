@@ -2,7 +2,8 @@
  * standard shape each (derived by hand below), output shapes from infer, the error paths the
  * generic driver cannot see, and the threaded / blocked / partial-sum kernel paths at shapes
  * beyond the "test" set: forward against the reference, and backward as the exact adjoint of
- * forward (<F x, g> = <x, F^T g>) on 1 to 3 threads. */
+ * forward (<F x, g> = <x, F^T g>) on 1 to 3 threads; and the shared copy kernel (shp_move,
+ * shp_copy) byte for byte across its paths. */
 #include <math.h>
 #include <omp.h>
 #include <setjmp.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "shape/shape.h"
 #include "test_support.h"
 
 static double model(const opf_op *op, const opf_case *c, int flops, opf_pass p) {
@@ -393,6 +395,77 @@ static void test_streaming_outputs(void **state) {
   opf_case_release(&c);
 }
 
+
+/* The copy kernel of the layout and join families, byte for byte: every path of shp_move
+ * (short AVX-512 runs, memcpy, rep movsb from SHP_LONG_RUN, streaming) at lengths around each
+ * switch and the vector width, unaligned source and destination; then shp_copy on 1 and 2
+ * threads at sizes around its threading, rep movsb and streaming thresholds. Guard bytes on
+ * both sides of the destination must stay untouched. */
+#define CK_GUARD 64
+static void ck_fill(unsigned char *p, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; i++) p[i] = (unsigned char)((i * 131u + seed) % 251u);
+}
+static void ck_expect(const unsigned char *dbuf, size_t doff, const unsigned char *s, size_t n,
+                      const char *what, int nt, int threads) {
+  const unsigned char *d = dbuf + CK_GUARD + doff;
+  if (memcmp(d, s, n)) {
+    size_t i = 0;
+    while (d[i] == s[i]) i++;
+    fail_msg("%s: %zu bytes (destination offset %zu, nt %d, %d threads): byte %zu is %u, want %u",
+             what, n, doff, nt, threads, i, d[i], s[i]);
+  }
+  for (size_t i = 0; i < CK_GUARD + doff; i++)
+    if (dbuf[i] != 0xa5) fail_msg("%s: %zu bytes: wrote %zu bytes before the destination", what, n, CK_GUARD + doff - i);
+  for (size_t i = 0; i < CK_GUARD; i++)
+    if (d[n + i] != 0xa5) fail_msg("%s: %zu bytes (destination offset %zu): wrote past the end (byte %zu)", what, n, doff, i);
+}
+static void test_copy_kernel(void **state) {
+  (void)state;
+  const size_t M = (size_t)1 << 20, L = SHP_LONG_RUN, big = 32 * M + 256;
+  unsigned char *src = opf_alloc(big + 128), *dst = opf_alloc(big + 2 * CK_GUARD + 128);
+  assert_non_null(src);
+  assert_non_null(dst);
+  ck_fill(src, big + 128, 7);
+  const int avx512 = shp_have_avx512() != 0;
+  const size_t lens[] = {0, 4, 60, 64, 68, 252, 256, 260, 2044, 2048, 2052, 4100, 65540,
+                         L - 4, L, L + 68};
+  const size_t soffs[] = {0, 4, 28, 60}, doffs[] = {0, 4, 36};
+  for (size_t a = 0; a < sizeof lens / sizeof *lens; a++)
+    for (size_t so = 0; so < 4; so++)
+      for (size_t o = 0; o < 3; o++)
+        for (int nt = 0; nt <= avx512; nt++) {
+          const size_t n = lens[a];
+          memset(dst, 0xa5, n + doffs[o] + 2 * CK_GUARD);
+          shp_move(nt, avx512, dst + CK_GUARD + doffs[o], src + soffs[so], n);
+          shp_sfence();
+          ck_expect(dst, doffs[o], src + soffs[so], n, "shp_move", nt, 1);
+        }
+  /* shp_copy: threads from SHP_PAR_BYTES; halves of 2 L and more take rep movsb; streaming
+   * from 16 MiB (one thread) and 32 MiB (two: shp_streams_runs) */
+  const size_t sizes[] = {SHP_PAR_BYTES - 4, SHP_PAR_BYTES + 68, 2 * L - 4, 2 * L + 4,
+                          16 * M - 4, 16 * M + 68, 32 * M - 4, 32 * M + 68};
+  int saved = omp_get_max_threads(), streamed[2][2] = {{0}};
+  for (int threads = 1; threads <= 2; threads++) {
+    omp_set_num_threads(threads);
+    for (size_t a = 0; a < sizeof sizes / sizeof *sizes; a++)
+      for (size_t o = 0; o < 2; o++) {
+        const size_t n = sizes[a], doff = o ? 36 : 0, soff = o ? 28 : 0;
+        streamed[threads - 1][shp_streams_runs(2.0 * (double)n)] = 1;
+        memset(dst, 0xa5, n + doff + 2 * CK_GUARD);
+        shp_copy(dst + CK_GUARD + doff, src + soff, n);
+        ck_expect(dst, doff, src + soff, n, "shp_copy", shp_streams_runs(2.0 * (double)n), threads);
+      }
+  }
+  omp_set_num_threads(saved);
+  /* both sides of the streaming threshold were taken on each thread count */
+  for (int t = 0; t < 2; t++) {
+    assert_true(streamed[t][0]);
+    assert_int_equal(streamed[t][1], avx512);
+  }
+  opf_free(src);
+  opf_free(dst);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden_models),
@@ -401,6 +474,7 @@ int main(void) {
       cmocka_unit_test(test_kernel_paths),
       cmocka_unit_test(test_integer_words),
       cmocka_unit_test(test_streaming_outputs),
+      cmocka_unit_test(test_copy_kernel),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
