@@ -39,15 +39,17 @@ def main():
     print("/* max |error| in log2 units, float coefficients: %.2g */" % worst)
     print("static const float act_gelu_lt[%d][16] = {" % (DEG + 1))
     for d in range(DEG + 1):
-        row = [fits[(lane + 4) % 16][d] for lane in range(16)]
-        print("    {" + ", ".join("%.9gf" % v if v != int(v) else "%.1ff" % v for v in row) + "},")
+        row = ["%.9gf" % v if v != int(v) else "%.1ff" % v
+               for v in (fits[(lane + 4) % 16][d] for lane in range(16))]
+        print("    {" + ",\n     ".join(", ".join(row[k:k + 4]) for k in range(0, 16, 4)) + "},")
     print("};")
     q = [f32(c) for c in mp.chebyfit(lambda f: (mp.power(2, f) - 1) / f if f else mp.log(2),
                                      [0, 1], 6)]
     e = max(abs((1 + f * sum(c * f ** (5 - k) for k, c in enumerate(q))) / mp.power(2, f) - 1)
             for f in [mp.mpf(k) / 1000 for k in range(1001)])
     print("/* 2^f = 1 + f q(f), q from the highest degree down; relative error %.2g */" % e)
-    print("static const float act_gelu_q[6] = {" + ", ".join("%.9gf" % c for c in q) + "};")
+    print("static const float act_gelu_q[6] = {" + ", ".join("%.9gf" % c for c in q[:3]) + ",\n" +
+          "                                    " + ", ".join("%.9gf" % c for c in q[3:]) + "};")
 
 
 if __name__ == "__main__":

@@ -195,10 +195,10 @@ RED_R16_T static void red_rows16_f32(const float *restrict x, int64_t nrows, int
 #endif
 static int red_rows16_f32_ok(const void *x, int64_t nrows, int64_t n, const red_plan *p, void *y) {
 #ifdef OPF_X86
-  static int cpu = -1;
-  if (cpu < 0) cpu = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
   const int c = red_code(p->kind);
-  if (!cpu || n < 2 || n > 16 || c > RED_CODE_FOLD(OPF_FOLD_NANMUL)) return 0;
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512dq") || n < 2 ||
+      n > 16 || c > RED_CODE_FOLD(OPF_FOLD_NANMUL))
+    return 0;
   red_rows16_f32(x, nrows, n, p->kind, (float)p->scale, y);
   return 1;
 #else

@@ -526,7 +526,8 @@ static void short_rows_check(const char *name, const char *extra, int64_t rows, 
     const double want = l2 ? sqrt(a) : mean ? a / (double)n : a, got = y[r];
     /* float32 folds of at most 33 terms: n roundings of the running value (a sum's relative
      * to the sum of magnitudes) */
-    const double tol = 6e-8 * (double)(n + 1) * (prod || l2 ? fabs(want) : mean ? m / (double)n : m);
+    const double scale = prod || l2 ? fabs(want) : mean ? m / (double)n : m;
+    const double tol = 6e-8 * (double)(n + 1) * scale;
     const int ok = isnan(want) ? isnan(got)
                    : isinf(want) ? got == want
                                  : fabs(got - want) <= tol + 1e-30;
