@@ -34,7 +34,9 @@
  * at a time, with per-row values expanded to per-element arrays so every pass is a plain
  * vector loop. Row lengths in OPF_RED_SHORT_LENGTHS get a compile-time specialisation (the
  * caller switches on the length), so the per-row loops are unrolled and vectorised across
- * rows: the catalogue's skewed (N, 10) and (N, 1) shapes and other small widths. */
+ * rows: the catalogue's skewed (N, 10) and (N, 1) shapes and other small widths. Float32
+ * rows of 2..16 under add and multiply folds skip all this where the CPU has AVX-512: reduce.c's
+ * red_rows16_f32 folds 16 whole rows per step in registers. */
 #define OPF_RED_SHORT 64
 #define OPF_RED_SBLK 1024
 #define OPF_RED_SHORT_LENGTHS(F) F(1) F(2) F(3) F(4) F(5) F(6) F(7) F(8) F(10) F(16)

@@ -157,8 +157,10 @@ OPF_VEC static void RFN(red_rows)(const red_run *r, const RT *restrict x, int64_
   const red_plan *p = r->p;
   const int64_t ld = p->g.n;
   if (p->S == 1 && len == ld && len < OPF_RED_SHORT) {
-    /* short whole rows: blocks transposed in L1, then reduced as columns (rows of one
-     * element already are one such row) */
+    /* short whole rows: 16 at a time in registers where reduce.c's kernel takes them, else
+     * blocks transposed in L1, then reduced as columns (rows of one element already are one
+     * such row) */
+    if (RED_ROWS16(x, nrows, len, p, (RT *)r->out + e)) return;
     RT t[OPF_RED_SBLK * 4];
     const int64_t R = RED_TR_R(len);
     for (int64_t r0 = 0; r0 < nrows; r0 += R) {

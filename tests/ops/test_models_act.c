@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -127,8 +128,12 @@ static void run_masked(const char *name, const char *spec, double *y) {
 
 /* GELU float32 forward (the AVX-512 kernel where the CPU has it, act_common.h) against
  * 0.5 x erfc(-x / sqrt 2) in double, element by element with relative precision down to the
- * normal range: x from -14 to 6 in steps of 1/64 (both tails, the sign switch), the specials,
- * and a length that leaves a masked tail; bias_gelu with a bias that shifts each column. */
+ * normal range: x from -15 to 7 in steps of 2^-16 (both tails, the sign switch; the previous
+ * kernel went over the bound at x = -0.40787 on this grid, relative 4.3e-7 against 4.25e-7,
+ * which its test's steps of 1/64 missed), every edge of the kernel's 16 intervals of |x| and
+ * its clamp at 14.5 with their float neighbours on both sides, the specials, lengths 1..33
+ * (the two-vector step, the single and the masked vector), 1 and 2 threads; bias_gelu with a
+ * bias that shifts each column, rows of 35 and of 10. */
 static void gelu_check(const char *op, const float *y, const float *x, const float *b,
                        int64_t n, int64_t w) {
   for (int64_t i = 0; i < n; i++) {
@@ -141,31 +146,64 @@ static void gelu_check(const char *op, const float *y, const float *x, const flo
     /* exp(-z^2) inherits the rounding of z^2 = x^2 / 2 (relative 1.2e-7, so an absolute
      * 6e-8 x^2 in the exponent): the tail's relative error grows with x^2 (2e-5 at -12) */
     else ok = fabs(got - want) <= (4e-7 + 1.5e-7 * v * v) * fabs(want) + 1e-37;
-    if (!ok) fail_msg("%s: x = %.9g: got %.9g, want %.9g", op, v, got, want);
+    if (!ok) fail_msg("%s n=%lld: x = %.9g: got %.9g, want %.9g", op, (long long)n, v, got, want);
   }
+}
+
+static void gelu_run(const float *x, int64_t n, int threads) {
+  opf_case c;
+  char spec[32];
+  snprintf(spec, sizeof spec, "x=%lld", (long long)n);
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  ts_case_ready(&c, ts_op("gelu"), OPF_F32, spec, 0, 3);
+  memcpy(c.in[0].data, x, (size_t)n * sizeof *x);
+  assert_int_equal(c.op->forward(&c), OPF_OK);
+  gelu_check("gelu", c.out[0].data, x, NULL, n, 1);
+  for (int64_t i = 0; i < n; i++)
+    if (x[i] == 0 && signbit(x[i]))
+      assert_true(signbit(((float *)c.out[0].data)[i]) && ((float *)c.out[0].data)[i] == 0);
+  opf_case_release(&c);
+  omp_set_num_threads(saved);
 }
 
 static void test_gelu_accuracy(void **state) {
   (void)state;
-  enum { N = 1300 };
-  opf_case c;
-  ts_case_ready(&c, ts_op("gelu"), OPF_F32, "x=1300", 0, 3);
-  float *x = c.in[0].data;
-  for (int i = 0; i < N; i++) x[i] = -14.0f + (float)i / 64.0f;
-  const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-30f, -1e-30f, -13.2f, 88.0f};
-  for (int i = 0; i < (int)(sizeof sp / sizeof sp[0]); i++) x[N - 1 - i] = sp[i];
-  assert_int_equal(c.op->forward(&c), OPF_OK);
-  gelu_check("gelu", c.out[0].data, x, NULL, N, 1);
-  assert_true(signbit(((float *)c.out[0].data)[N - 2]) && ((float *)c.out[0].data)[N - 2] == 0);
-  opf_case_release(&c);
-  ts_case_ready(&c, ts_op("bias_gelu"), OPF_F32, "x=37x35", 0, 3);
-  x = c.in[0].data;
-  float *b = c.in[1].data;
-  for (int i = 0; i < 37 * 35; i++) x[i] = -12.0f + (float)i / 72.0f;
-  for (int j = 0; j < 35; j++) b[j] = (float)(j - 17) / 8.0f;
-  assert_int_equal(c.op->forward(&c), OPF_OK);
-  gelu_check("bias_gelu", c.out[0].data, x, b, 37 * 35, 35);
-  opf_case_release(&c);
+  const float edges[] = {0.25f, 0.5f, 0.75f, 1, 1.5f, 2, 2.5f, 3, 4, 5, 6, 7, 9, 11, 13, 14.5f, 15};
+  const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-30f, -1e-30f, -13.2f, 88.0f,
+                      -88.0f, 1e-45f, -1e-45f, 3e38f, -3e38f, -NAN};
+  enum { NG = 22 * 65536 };
+  const int64_t ne = 6 * (int64_t)(sizeof edges / sizeof edges[0]), ns = sizeof sp / sizeof sp[0];
+  const int64_t n = NG + ne + ns;
+  float *x = malloc((size_t)n * sizeof *x);
+  assert_non_null(x);
+  for (int64_t i = 0; i < NG; i++) x[i] = -15.0f + (float)i / 65536.0f;
+  float *e = x + NG;
+  for (size_t k = 0; k < sizeof edges / sizeof edges[0]; k++)
+    for (int sg = -1; sg <= 1; sg += 2) {
+      const float v = (float)sg * edges[k];
+      *e++ = nextafterf(v, -INFINITY), *e++ = v, *e++ = nextafterf(v, INFINITY);
+    }
+  memcpy(e, sp, sizeof sp);
+  for (int t = 1; t <= 2; t++) gelu_run(x, n, t);
+  /* short lengths: the specials and edges first, so every path sees them */
+  for (int64_t m = 1; m <= 33; m++)
+    for (int t = 1; t <= 2; t++) gelu_run(x + NG + ne + ns - m, m, t), gelu_run(x + NG + m, m, t);
+  free(x);
+  const int64_t ws[] = {35, 10};
+  for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++) {
+    const int64_t w = ws[k], rows = 2600 / w;
+    opf_case c;
+    char spec[48];
+    snprintf(spec, sizeof spec, "x=%lldx%lld", (long long)rows, (long long)w);
+    ts_case_ready(&c, ts_op("bias_gelu"), OPF_F32, spec, 0, 3);
+    float *bx = c.in[0].data, *b = c.in[1].data;
+    for (int64_t i = 0; i < rows * w; i++) bx[i] = -12.0f + (float)i / (float)(rows * w) * 18.0f;
+    for (int64_t j = 0; j < w; j++) b[j] = (float)(j - w / 2) / 8.0f;
+    assert_int_equal(c.op->forward(&c), OPF_OK);
+    gelu_check("bias_gelu", c.out[0].data, bx, b, rows * w, w);
+    opf_case_release(&c);
+  }
 }
 
 static void test_masked_semantics(void **state) {

@@ -490,6 +490,67 @@ static void test_thread_independent(void **state) {
   omp_set_num_threads(saved);
 }
 
+/* float32 rows of 1..33 elements reduced over the last axis (sum, mean, prod, nansum, nanprod,
+ * norm L1 and L2): rows of 2..16 take reduce.c's 16-rows-per-step AVX-512 kernel where the
+ * CPU has it, the others the transposed column path. 1, 15, 16, 17 and 37 rows (the masked
+ * last block), 1 and 2 threads, against a double fold of each row: a row with a NaN, one
+ * with +inf, one with -inf and one of zeros of both signs among the filler's values. */
+static void short_rows_check(const char *name, const char *extra, int64_t rows, int64_t n,
+                             int nt) {
+  const opf_op *op = ts_op(name);
+  char spec[64];
+  snprintf(spec, sizeof spec, "x=%lldx%lld axis=1%s", (long long)rows, (long long)n, extra);
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(nt);
+  opf_case c;
+  ts_case_ready(&c, op, OPF_F32, spec, 0, 13);
+  float *x = c.in[0].data;
+  const float sp[4] = {NAN, INFINITY, -INFINITY, -0.0f};
+  for (int64_t r = 1; r < rows && r < 5; r++) x[r * n + (r * 7) % n] = sp[r - 1];
+  if (rows > 4)
+    for (int64_t k = 0; k < n; k++) x[4 * n + k] = k % 2 ? -0.0f : 0.0f;
+  assert_int_equal(op->forward(&c), OPF_OK);
+  const int prod = strstr(name, "prod") != NULL, nan = strncmp(name, "nan", 3) == 0;
+  const int l1 = strstr(extra, "l1") != NULL, l2 = !strcmp(name, "norm") && !l1;
+  const float *y = c.out[0].data;
+  for (int64_t r = 0; r < rows; r++) {
+    double a = prod ? 1 : 0, m = 0; /* m: the sum of |terms|, the scale of a sum's error */
+    for (int64_t k = 0; k < n; k++) {
+      double v = x[r * n + k];
+      if (nan && isnan(v)) continue;
+      v = l1 ? fabs(v) : l2 ? v * v : v;
+      a = prod ? a * v : a + v;
+      m += fabs(v);
+    }
+    const int mean = !strcmp(name, "mean");
+    const double want = l2 ? sqrt(a) : mean ? a / (double)n : a, got = y[r];
+    /* float32 folds of at most 33 terms: n roundings of the running value (a sum's relative
+     * to the sum of magnitudes) */
+    const double scale = prod || l2 ? fabs(want) : mean ? m / (double)n : m;
+    const double tol = 6e-8 * (double)(n + 1) * scale;
+    const int ok = isnan(want) ? isnan(got)
+                   : isinf(want) ? got == want
+                                 : fabs(got - want) <= tol + 1e-30;
+    if (!ok)
+      fail_msg("%s [%s] %d threads: row %lld: got %.9g, want %.9g", name, spec, nt, (long long)r,
+               got, want);
+  }
+  opf_case_release(&c);
+  omp_set_num_threads(saved);
+}
+
+static void test_short_rows_f32(void **state) {
+  (void)state;
+  const char *const ops[][2] = {{"sum", ""},    {"mean", ""},    {"prod", ""},
+                                {"nansum", ""}, {"nanprod", ""}, {"norm", " ord=l1"},
+                                {"norm", " ord=l2"}};
+  const int64_t rows[] = {1, 15, 16, 17, 37};
+  for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
+    for (int64_t n = 1; n <= 33; n++)
+      for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++)
+        for (int nt = 1; nt <= 2; nt++) short_rows_check(ops[o][0], ops[o][1], rows[k], n, nt);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden_models),
@@ -505,6 +566,7 @@ int main(void) {
       cmocka_unit_test(test_topk_ties),
       cmocka_unit_test(test_sort_stable),
       cmocka_unit_test(test_thread_independent),
+      cmocka_unit_test(test_short_rows_f32),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
