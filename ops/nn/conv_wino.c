@@ -107,6 +107,7 @@ static void plan_tiles(wino_plan *p) {
   int64_t per_tile = WINO_XI * (p->Ci + p->Co) * (int64_t)sizeof(float);
   int64_t tiles = WINO_BLOCK_BYTES / per_tile, rb = tiles / p->TW;
   if (rb < 1) rb = 1;
+  if (p->dh * p->dw > 1 && rb * p->TW < WINO_NR) rb = (WINO_NR + p->TW - 1) / p->TW;
   if (rb > p->TH) rb = p->TH;
   p->rb = rb;
   if (u_packed(p))
