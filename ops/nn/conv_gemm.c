@@ -7,7 +7,8 @@
  * read in place by whole strips), a 14 x 32 register tile (28 zmm accumulators) per
  * micro-kernel call, stored with plain (unmasked) stores where the tile is full width, a bias
  * optionally added in those stores. Everything else (float64, CPUs without AVX-512, tiny
- * products, no scratch) goes to lin_gemm (OpenBLAS). */
+ * products, no scratch) goes to lin_gemm (OpenBLAS). nn_gemm_taps runs the same tile as an
+ * implicit GEMM for conv_group.c: several taps' row sets summed in the registers. */
 #include "conv_core.h"
 #include "linalg/linalg.h"
 

@@ -11,7 +11,11 @@
  * written through a row buffer. The data gradient of a stride-1 convolution is the same
  * kernel on the output gradient with the flipped, group-transposed weight (pad d*(k-1) - p);
  * the weight gradient accumulates the same products with the output gradient in place of the
- * weight, per thread, reduced at the end. */
+ * weight, per thread, reduced at the end. One-group dilated windows of any channel counts can
+ * instead run each output row as an implicit GEMM on conv_gemm.c's 14x32 register tile
+ * (nn_gemm_taps: K = taps x channels, each tap's A the band row's pixels read in place at
+ * its offset, the taps of the window rows outside the input skipped), forward and stride-1
+ * data gradient; the weight gradient stays the direct kernel's. */
 #include <string.h>
 
 #include "conv_core.h"

@@ -14,7 +14,13 @@
  * each item's rows (8x8 register transposes), so the transforms read and write contiguous
  * rows in both layouts. The fused operators (conv_fused.c) add a per-filter weight scale, the
  * bias and relu in the output transform, a relu mask on the output gradient where the
- * gradient transforms read it, and its channel sums. */
+ * gradient transforms read it, and its channel sums. A dilated 3x3 window (nn_wino_dil_fits)
+ * runs the same transforms and products on its dilation phases: output rows a, a+dh, ... read
+ * only every dh-th input row from one residue, columns likewise, so each phase is a dense 3x3
+ * convolution (pad 0-2); an item is one row phase's tile rows with the tiles of all dw column
+ * phases side by side (dense rows for the vector transforms, 32+ tiles for the GEMM strips),
+ * rows gathered and scattered in place with stride-2 vector shuffles (channels first) or
+ * through per-phase planar copies (channels last); forward and data gradient only. */
 #include <string.h>
 
 #include "conv_wino.h"
@@ -762,11 +768,19 @@ static void run(const wino_plan *p, void *ws, size_t ws_bytes, const float *w, i
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     int k = omp_get_thread_num(), m = omp_get_num_threads();
-    for (int64_t it = items * k / m; it < items * (k + 1) / m; it++)
-      if (dil)
-        run_item_dil(p, U, src, bias, dst, it / per / p->dh, it / per % p->dh,
-                     it % per * p->rb, slots + (size_t)k * sb);
-      else run_item(p, U, src, bias, dst, it / per, it % per * p->rb, slots + (size_t)k * sb);
+    if (dil) { /* a block of tile rows of every row phase at a time, handed out in turn: a
+                * thread slowed by another process's load leaves its share to the other, and
+                * one thread writes all the rows of a block (channels first, the row phases'
+                * rows interleave within cache lines) */
+      const int64_t dh = p->dh;
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t blk = 0; blk < items / dh; blk++)
+        for (int64_t a = 0; a < dh; a++)
+          run_item_dil(p, U, src, bias, dst, blk / per, a, blk % per * p->rb,
+                       slots + (size_t)k * sb);
+    } else
+      for (int64_t it = items * k / m; it < items * (k + 1) / m; it++)
+        run_item(p, U, src, bias, dst, it / per, it % per * p->rb, slots + (size_t)k * sb);
   }
 }
 
