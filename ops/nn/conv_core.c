@@ -1222,8 +1222,11 @@ int nn_conv_infer(opf_case *c, const nn_conv_spec *sp, nn_conv_geom *g) {
   /* one workspace for every algorithm the case's implementations may pick */
   size_t ws = nn_conv_ws_bytes(g), alt = 0;
   if (nn_subpix_fits(g) && (sp->transpose || nn_conv_strided(g))) alt = nn_subpix_ws_bytes(g);
-  if (nn_wino_fits(g, c->dtype) && nn_wino_ws_bytes(g) > alt) alt = nn_wino_ws_bytes(g);
-  if (nn_group_fits(g, c->dtype, 0) && nn_group_ws_bytes(g) > alt) alt = nn_group_ws_bytes(g);
+  if ((nn_wino_fits(g, c->dtype) || nn_wino_dil_fits(g, c->dtype)) && nn_wino_ws_bytes(g) > alt)
+    alt = nn_wino_ws_bytes(g);
+  if ((nn_group_fits(g, c->dtype, 0) || nn_group_gemm_fits(g, c->dtype, 0)) &&
+      nn_group_ws_bytes(g) > alt)
+    alt = nn_group_ws_bytes(g);
   if (nn_wino3d_fits(g, c->dtype) && nn_wino3d_ws_bytes(g) > alt) alt = nn_wino3d_ws_bytes(g);
   c->ws_bytes = ws > alt ? ws : alt;
   return OPF_OK;
@@ -1267,12 +1270,17 @@ typedef struct wino_ops {
 } wino_ops;
 static const wino_ops wino2d = {nn_wino_forward, nn_wino_data_grad, nn_wino_weight_grad};
 static const wino_ops wino3d = {nn_wino3d_forward, nn_wino3d_data_grad, nn_wino3d_weight_grad};
+/* a dilated window's phases: forward and data gradient only */
+static const wino_ops wino2d_dil = {nn_wino_forward, nn_wino_data_grad, NULL};
 
 /* Winograd for a convolution the automatic choice sends there: it fits, and the channel
  * counts are large enough for its 36 GEMMs (a first layer with C = 3 keeps im2col, whose
  * hand-written small products serve it better). NULL: not Winograd. */
-static const wino_ops *use_wino(const nn_conv_geom *g, opf_dtype dt, int algo) {
+static const wino_ops *use_wino(const nn_conv_geom *g, opf_dtype dt, int algo, int tr) {
   const wino_ops *o = nn_wino_fits(g, dt) ? &wino2d : nn_wino3d_fits(g, dt) ? &wino3d : NULL;
+  if (!o && !tr && nn_wino_dil_fits(g, dt) && algo != NN_ALGO_CORE && algo != NN_ALGO_DIRECT &&
+      algo != NN_ALGO_TAPS)
+    o = &wino2d_dil;
   if (algo == NN_ALGO_GEMM || algo == NN_ALGO_NOWINO || !o) return NULL;
   if (algo == NN_ALGO_FAST) return o;
   /* 3-D from planes of 16 4x4 tiles: on 7x7 and 12x12 planes (128 channels) the per-slice
@@ -1305,6 +1313,15 @@ static int use_group(const nn_conv_geom *g, opf_dtype dt, int algo, int dx) {
   return algo != NN_ALGO_GEMM && algo != NN_ALGO_CORE && nn_group_fits(g, dt, dx);
 }
 
+/* Its implicit GEMM (one group, dilated) wherever it fits, but for the built-in alternatives
+ * that keep the direct kernels (direct) or the im2col core (im2col, openblas: the GEMM is
+ * nn_gemm's kernel, not OpenBLAS). */
+static int use_group_gemm(const nn_conv_geom *g, opf_dtype dt, int algo, int dx) {
+  return (algo == NN_ALGO_AUTO || algo == NN_ALGO_FAST || algo == NN_ALGO_NOWINO ||
+          algo == NN_ALGO_TAPS) &&
+         nn_group_gemm_fits(g, dt, dx);
+}
+
 /* out[c] = sum of the big tensor's channel c (a transposed convolution's bias gradient). */
 static void big_sums(const nn_conv_geom *g, opf_dtype dt, const void *big, void *out) {
   memset(out, 0, (size_t)g->C * g->esz);
@@ -1322,7 +1339,7 @@ int nn_conv_op_run_fwd(opf_case *c, int algo) {
   int tr = op_spec(c).transpose;
   const void *x = c->in[0].data, *w = c->in[1].data;
   void *y = c->out[0].data;
-  const wino_ops *wo = use_wino(&g, c->dtype, algo);
+  const wino_ops *wo = use_wino(&g, c->dtype, algo, tr);
   if (wo) {
     if (tr) wo->dgrad(&g, c->ws, c->ws_bytes, x, w, op_bias(c), y);
     else wo->fwd(&g, c->ws, c->ws_bytes, x, w, op_bias(c), y);
@@ -1332,8 +1349,9 @@ int nn_conv_op_run_fwd(opf_case *c, int algo) {
     nn_subpix_forward(&g, c->dtype, c->ws, c->ws_bytes, x, w, op_bias(c), y);
     return OPF_OK;
   }
-  if (!tr && use_group(&g, c->dtype, algo, 0)) {
-    nn_group_forward(&g, c->ws, c->ws_bytes, x, w, op_bias(c), y);
+  int gemm = !tr && use_group_gemm(&g, c->dtype, algo, 0);
+  if (gemm || (!tr && use_group(&g, c->dtype, algo, 0))) {
+    nn_group_forward(&g, gemm, c->ws, c->ws_bytes, x, w, op_bias(c), y);
     return OPF_OK;
   }
   nn_conv_job j = {.g = &g, .dt = c->dtype, .ws = c->ws, .ws_bytes = c->ws_bytes, .w = w};
@@ -1358,7 +1376,9 @@ int nn_conv_op_run_bwd(opf_case *c, int algo) {
   const void *x = c->in[0].data, *w = c->in[1].data, *gy = c->gout[0].data;
   void *dx = c->gin[0].data, *dw = c->gin[1].data;
   nn_conv_job j = {.g = &g, .dt = c->dtype, .ws = c->ws, .ws_bytes = c->ws_bytes, .w = w, .dw = dw};
-  const wino_ops *wo = use_wino(&g, c->dtype, algo);
+  const wino_ops *wo = use_wino(&g, c->dtype, algo, tr);
+  int dx_wino = wo && !wo->wgrad; /* a dilated window: dx by Winograd, dw and db below */
+  if (dx_wino) wo = NULL;
   if (wo) { /* dx and dw by Winograd, db by sums */
     if (tr) {
       if (db) big_sums(&g, c->dtype, gy, db);
@@ -1375,11 +1395,22 @@ int nn_conv_op_run_bwd(opf_case *c, int algo) {
   } else if (tr) {
     j.big = gy, j.small = dx, j.gsmall = x, j.dbig_sum = db;
     nn_conv_forward(&j);
-  } else if (use_group(&g, c->dtype, algo, 0)) { /* dw, db (and dx where it fits) direct */
-    int dx_direct = use_group(&g, c->dtype, algo, 1);
-    nn_group_backward(&g, c->ws, c->ws_bytes, x, w, gy, dx_direct ? dx : NULL, dw, db);
-    if (!dx_direct) { /* a strided data gradient: the core's col2im */
-      j.big = x, j.gsmall = gy, j.dbig = dx, j.dw = NULL;
+  } else if (dx_wino || use_group(&g, c->dtype, algo, 0) ||
+             use_group_gemm(&g, c->dtype, algo, 1)) {
+    /* dx by Winograd (a dilated window's phases), else direct or by the implicit GEMM where
+     * they fit; dw, db direct where they fit; the rest (a strided data gradient, the weight
+     * gradient of channels the direct kernel does not take) by the core */
+    int gemm = !dx_wino && use_group_gemm(&g, c->dtype, algo, 1);
+    int wg = use_group(&g, c->dtype, algo, 0);
+    int dx_done = dx_wino || gemm || use_group(&g, c->dtype, algo, 1);
+    int dx_group = dx_done && !dx_wino;
+    if (dx_group || wg)
+      nn_group_backward(&g, gemm, c->ws, c->ws_bytes, x, w, gy, dx_group ? dx : NULL,
+                        wg ? dw : NULL, wg ? db : NULL);
+    if (dx_wino && dx) nn_wino_data_grad(&g, c->ws, c->ws_bytes, gy, w, NULL, dx);
+    if (!dx_done || !wg) {
+      j.big = x, j.gsmall = gy, j.dbig = dx_done ? NULL : dx, j.dw = wg ? NULL : dw;
+      j.dsmall_sum = wg ? NULL : db;
       nn_conv_backward(&j);
     }
   } else if (use_subpix_dx(&g, algo)) { /* dw and db by the core, dx by phases */

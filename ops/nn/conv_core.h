@@ -80,6 +80,11 @@ void nn_conv_fold(const nn_conv_geom *g, opf_dtype dt, void *big, const void *co
 /* ---- Winograd F(4x4, 3x3) (conv_wino.c): 2-D float32 (either layout), 3x3 window, stride
  * 1, dilation 1, one group, pad <= 2 (the data gradient pads by 2 - pad) ---- */
 int nn_wino_fits(const nn_conv_geom *g, opf_dtype dt);
+/* A dilated 3x3 stride-1 window (one group, float32, pad <= 2 * dilation): each of the dh*dw
+ * output phases (every dh-th row from a, every dw-th column from b) is a dense 3x3 convolution
+ * of the input's phase (pad <= 2), and nn_wino_forward and nn_wino_data_grad run those (the
+ * data gradient: the same with pad 2*d - p); not the weight gradient nor the fused forms. */
+int nn_wino_dil_fits(const nn_conv_geom *g, opf_dtype dt);
 #define NN_WINO_MIN_CH 16 /* the default picks Winograd from this many channels (C and F) */
 size_t nn_wino_ws_bytes(const nn_conv_geom *g);
 /* y = conv(x, w) + b (b may be NULL); dx = the data gradient of gy, plus a per-channel bias
@@ -145,12 +150,19 @@ void nn_subpix_forward(const nn_conv_geom *g, opf_dtype dt, void *ws, size_t ws_
  * nn_group_fits(g, dt, 0): forward and weight gradient; (g, dt, 1): also the data gradient
  * (stride 1, pad <= dilation * (k - 1)). ws: nn_group_ws_bytes. */
 int nn_group_fits(const nn_conv_geom *g, opf_dtype dt, int dx);
+/* The same bands of rows by an implicit GEMM instead (gemm = 1 below): one group, a dilated
+ * window of at most 64 taps, any channel counts, each output row the sum over the taps of
+ * the row's input pixels (read in place from the zero-padded band) times the tap's weight
+ * (nn_gemm_taps). nn_group_gemm_fits(g, dt, dx) as nn_group_fits; the weight gradient stays
+ * the direct kernel's (nn_group_fits(g, dt, 0)). */
+int nn_group_gemm_fits(const nn_conv_geom *g, opf_dtype dt, int dx);
 size_t nn_group_ws_bytes(const nn_conv_geom *g);
-/* y = conv(x, w) + b (b may be NULL) */
-void nn_group_forward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+/* y = conv(x, w) + b (b may be NULL); gemm: by the implicit GEMM */
+void nn_group_forward(const nn_conv_geom *g, int gemm, void *ws, size_t ws_bytes, const void *x,
                       const void *w, const void *b, void *y);
-/* dx (needs nn_group_fits(g, dt, 1)), dw and db, each skipped when NULL */
-void nn_group_backward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+/* dx (needs nn_group_fits(g, dt, 1), or with gemm nn_group_gemm_fits(g, dt, 1); gemm: by the
+ * implicit GEMM), dw and db (need nn_group_fits(g, dt, 0)), each skipped when NULL */
+void nn_group_backward(const nn_conv_geom *g, int gemm, void *ws, size_t ws_bytes, const void *x,
                        const void *w, const void *gy, void *dx, void *dw, void *db);
 
 /* ---- the convolutions' GEMM (conv_gemm.c): row-major C = op(A) op(B) + beta C, single
@@ -182,6 +194,21 @@ void nn_gemm_pre(int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A,
 void nn_gemm_pre_bias(int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A,
                       int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc,
                       void *ws, const void *apk, const void *bpk, const float *bias, int brow);
+
+/* The kernel's register tile: MR rows of op(A) by NR columns of op(B). */
+#define NN_GEMM_MR 14
+#define NN_GEMM_NR 32
+/* The implicit GEMM of a direct convolution (conv_group.c), by the same register tile: C (M x
+ * N, ldc apart) = sum over the ntap taps t of A_t (M x kt) B_t (kt x N), plus bias[j] (NULL:
+ * none) when first, else added to C. Row i of A_t starts at A + toff[t] + i*lda and is read
+ * whole for every i below M rounded up to NN_GEMM_MR (the caller leaves that slack readable;
+ * what it holds is never stored). B_t prepacked in NN_GEMM_NR-wide strips, bs floats apart:
+ * element (k, j) of B_t at bpk[j / NR * bs + (t*kt + k) * NR + j % NR], zero past N. Float32,
+ * single threaded, only where nn_gemm_taps_ok() (AVX-512). */
+int nn_gemm_taps_ok(void);
+void nn_gemm_taps(int64_t M, int64_t N, int64_t ntap, int64_t kt, const float *A, int64_t lda,
+                  const int64_t *toff, const float *bpk, int64_t bs, float *C, int64_t ldc,
+                  int first, const float *bias);
 
 /* ---- naive references (double accumulation, one element at a time) ---- */
 /* small[n, f, o] = b[f] + sum_{c, t} big[n, c, o*s - p + t*d] w[f, c, t] */
@@ -255,8 +282,19 @@ int nn_conv_op_backward(opf_case *c);
  * choices with every GEMM by OpenBLAS (NN_ALGO_GEMM uses OpenBLAS too), not nn_gemm's kernel;
  * NN_ALGO_CORE the im2col core with nn_gemm's kernel always (grouped and dilated convolutions
  * before the direct kernel of conv_group.c); NN_ALGO_NOWINO the default's choices without
- * Winograd (conv3d as it was before it). */
-enum { NN_ALGO_AUTO, NN_ALGO_GEMM, NN_ALGO_FAST, NN_ALGO_BLAS, NN_ALGO_CORE, NN_ALGO_NOWINO };
+ * Winograd (conv3d as it was before it); NN_ALGO_DIRECT the default's choices with the direct
+ * kernels of conv_group.c and no Winograd (dilated convolutions before both); NN_ALGO_TAPS
+ * the same with conv_group.c's implicit GEMM wherever it fits. */
+enum {
+  NN_ALGO_AUTO,
+  NN_ALGO_GEMM,
+  NN_ALGO_FAST,
+  NN_ALGO_BLAS,
+  NN_ALGO_CORE,
+  NN_ALGO_NOWINO,
+  NN_ALGO_DIRECT,
+  NN_ALGO_TAPS
+};
 int nn_conv_op_run_fwd(opf_case *c, int algo);
 int nn_conv_op_run_bwd(opf_case *c, int algo);
 int nn_conv_op_reference(opf_case *c);

@@ -7,12 +7,13 @@
  * read in place by whole strips), a 14 x 32 register tile (28 zmm accumulators) per
  * micro-kernel call, stored with plain (unmasked) stores where the tile is full width, a bias
  * optionally added in those stores. Everything else (float64, CPUs without AVX-512, tiny
- * products, no scratch) goes to lin_gemm (OpenBLAS). */
+ * products, no scratch) goes to lin_gemm (OpenBLAS). nn_gemm_taps runs the same tile as an
+ * implicit GEMM for conv_group.c: several taps' row sets summed in the registers. */
 #include "conv_core.h"
 #include "linalg/linalg.h"
 
-#define GM_MR 14
-#define GM_NR 32
+#define GM_MR NN_GEMM_MR
+#define GM_NR NN_GEMM_NR
 #define GM_KC 256
 #define GM_MC (GM_MR * 16)
 #define GM_NC (GM_NR * 32)
@@ -90,17 +91,12 @@ __attribute__((target("avx512f"))) static void pack_b(float *restrict bp, const 
   }
 }
 
-/* acc = sum over kc of the outer products of an op(A) strip and a packed op(B) strip: op(A)
- * element (i, k) at a[k*ka + i*ia], a packed strip (ka MR, ia 1) or MR rows of a row-major
- * A read in place (ka 1, ia lda); then the C tile (mr x nr valid, ldc apart) = acc + beta C
- * (+ bias) when first (beta 0: C not read), else C += acc; bias (NULL: none) the tile's first
- * column's (brow 0: one per column) or first row's (brow 1: one per row) entry. */
+/* acc += the sum over kc of the outer products of an op(A) strip and a packed op(B) strip:
+ * op(A) element (i, k) at a[k*ka + i*ia], a packed strip (ka MR, ia 1) or MR rows of a
+ * row-major A read in place (ka 1, ia lda). */
 __attribute__((target("avx512f"), always_inline)) static inline void
-micro_at(int64_t kc, const float *restrict a, int64_t ka, int64_t ia, const float *restrict b,
-         float *restrict c, int64_t ldc, int64_t mr, int64_t nr, int first, float beta,
-         const float *bias, int brow) {
-  __m512 acc[GM_MR][2];
-  for (int i = 0; i < GM_MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+micro_acc(__m512 acc[GM_MR][2], int64_t kc, const float *restrict a, int64_t ka, int64_t ia,
+          const float *restrict b) {
   for (int64_t k = 0; k < kc; k++) {
     __m512 b0 = _mm512_load_ps(b + k * GM_NR), b1 = _mm512_load_ps(b + k * GM_NR + 16);
     const float *ak = a + k * ka;
@@ -111,6 +107,14 @@ micro_at(int64_t kc, const float *restrict a, int64_t ka, int64_t ia, const floa
       acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
     }
   }
+}
+
+/* The C tile (mr x nr valid, ldc apart) = acc + beta C (+ bias) when first (beta 0: C not
+ * read), else C += acc; bias (NULL: none) the tile's first column's (brow 0: one per column)
+ * or first row's (brow 1: one per row) entry. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+micro_store(__m512 acc[GM_MR][2], float *restrict c, int64_t ldc, int64_t mr, int64_t nr,
+            int first, float beta, const float *bias, int brow) {
   __mmask16 m0 = nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1);
   __mmask16 m1 = nr >= 32 ? 0xFFFF : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0;
   __m512 vb = _mm512_set1_ps(beta);
@@ -148,6 +152,17 @@ micro_at(int64_t kc, const float *restrict a, int64_t ka, int64_t ia, const floa
   }
 }
 
+/* One register tile: micro_acc over kc from zero, then micro_store. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+micro_at(int64_t kc, const float *restrict a, int64_t ka, int64_t ia, const float *restrict b,
+         float *restrict c, int64_t ldc, int64_t mr, int64_t nr, int first, float beta,
+         const float *bias, int brow) {
+  __m512 acc[GM_MR][2];
+  for (int i = 0; i < GM_MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  micro_acc(acc, kc, a, ka, ia, b);
+  micro_store(acc, c, ldc, mr, nr, first, beta, bias, brow);
+}
+
 __attribute__((target("avx512f"))) static void micro(int64_t kc, const float *restrict a,
                                                      const float *restrict b, float *restrict c,
                                                      int64_t ldc, int64_t mr, int64_t nr,
@@ -164,6 +179,20 @@ __attribute__((target("avx512f"))) static void micro_rows(int64_t kc, const floa
                                                           int64_t nr, int first, float beta,
                                                           const float *bias, int brow) {
   micro_at(kc, a, 1, lda, b, c, ldc, GM_MR, nr, first, beta, bias, brow);
+}
+
+/* The implicit GEMM's tile (nn_gemm_taps): the taps' products summed in the registers, one
+ * store. */
+__attribute__((target("avx512f"))) static void micro_taps(int64_t ntap, int64_t kt,
+                                                          const float *restrict a, int64_t lda,
+                                                          const int64_t *toff,
+                                                          const float *restrict b, float *c,
+                                                          int64_t ldc, int64_t mr, int64_t nr,
+                                                          int first, const float *bias) {
+  __m512 acc[GM_MR][2];
+  for (int i = 0; i < GM_MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (int64_t t = 0; t < ntap; t++) micro_acc(acc, kt, a + toff[t], 1, lda, b + t * kt * GM_NR);
+  micro_store(acc, c, ldc, mr, nr, first, 0.0f, bias, 0);
 }
 
 /* A prepacked operand (nn_gemm_pack): KC blocks one after another, each the whole operand's
@@ -207,6 +236,20 @@ static void sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *
   }
 }
 
+int nn_gemm_taps_ok(void) { return have_avx512(); }
+
+void nn_gemm_taps(int64_t M, int64_t N, int64_t ntap, int64_t kt, const float *A, int64_t lda,
+                  const int64_t *toff, const float *bpk, int64_t bs, float *C, int64_t ldc,
+                  int first, const float *bias) {
+  for (int64_t js = 0; js < N; js += GM_NR) {
+    int64_t nr = N - js < GM_NR ? N - js : GM_NR;
+    const float *b = bpk + js / GM_NR * bs, *bi = bias ? bias + js : NULL;
+    for (int64_t is = 0; is < M; is += GM_MR)
+      micro_taps(ntap, kt, A + is * lda, lda, toff, b, C + is * ldc + js, ldc,
+                 M - is < GM_MR ? M - is : GM_MR, nr, first, bi);
+  }
+}
+
 int nn_gemm_own(opf_dtype dt, int64_t M, int64_t N, int64_t K) {
   return dt == OPF_F32 && have_avx512() && (double)M * (double)N * (double)K >= GM_MIN_MACS &&
          M >= 2 * GM_MR && N >= GM_NR && K >= 32;
@@ -225,6 +268,13 @@ void nn_gemm_pack_part(int side, int trans, int64_t MN, int64_t K, const void *X
   }
 }
 #else
+int nn_gemm_taps_ok(void) { return 0; }
+void nn_gemm_taps(int64_t M, int64_t N, int64_t ntap, int64_t kt, const float *A, int64_t lda,
+                  const int64_t *toff, const float *bpk, int64_t bs, float *C, int64_t ldc,
+                  int first, const float *bias) {
+  (void)M, (void)N, (void)ntap, (void)kt, (void)A, (void)lda, (void)toff, (void)bpk, (void)bs;
+  (void)C, (void)ldc, (void)first, (void)bias;
+}
 int nn_gemm_own(opf_dtype dt, int64_t M, int64_t N, int64_t K) {
   (void)dt, (void)M, (void)N, (void)K;
   return 0;

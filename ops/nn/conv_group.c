@@ -11,7 +11,11 @@
  * written through a row buffer. The data gradient of a stride-1 convolution is the same
  * kernel on the output gradient with the flipped, group-transposed weight (pad d*(k-1) - p);
  * the weight gradient accumulates the same products with the output gradient in place of the
- * weight, per thread, reduced at the end. */
+ * weight, per thread, reduced at the end. One-group dilated windows of any channel counts can
+ * instead run each output row as an implicit GEMM on conv_gemm.c's 14x32 register tile
+ * (nn_gemm_taps: K = taps x channels, each tap's A the band row's pixels read in place at
+ * its offset, the taps of the window rows outside the input skipped), forward and stride-1
+ * data gradient; the weight gradient stays the direct kernel's. */
 #include <string.h>
 
 #include "conv_core.h"
@@ -19,6 +23,11 @@
 #define GC_V 16                             /* floats per vector: output channels per block */
 #define GC_PX 8                             /* output pixels per register block */
 #define GC_BAND_BYTES ((int64_t)384 << 10) /* row buffers per item, within L2 */
+/* The implicit GEMM's depth per product: taps of Cin channels summed in the registers (a
+ * 14 x 32 tile, its weight strip of GC_GEMM_K x 32 floats in L1) before the output tile is
+ * stored (and reloaded by the next taps). */
+#define GC_GEMM_K 256
+#define GC_GEMM_TAPS 64 /* the implicit GEMM's windows: at most this many taps */
 /* The direct path from this many channels per group down (both Cg and Fg, which are also the
  * data gradient's Fg and Cg): beyond, K = Cg*taps is large enough for the GEMMs. */
 #define GC_MAX_CG 16
@@ -28,6 +37,8 @@
 typedef struct gc_conv {
   int nhwc, bcast;          /* layout; Fo a multiple of 16 (broadcast, no permute) */
   int wide;                 /* Fo a multiple of 64, ci of 4: 4 vectors of outputs per block */
+  int gemm;                 /* one group by the implicit GEMM (nn_gemm_taps), any channels */
+  int64_t tk;               /* gemm: taps per product (K = tk * Cin at most GC_GEMM_K) */
   int64_t N, Cin, Cout, ci, fo;
   int64_t Hi, Wi, Ho, Wo, KH, KW, KK, sh, sw, ph, pw, dh, dw;
   int64_t Wp, band, rows;   /* padded row pixels, output rows per item, input rows per item */
@@ -52,8 +63,9 @@ static inline int gc_shape_ok(int64_t ci, int64_t fo, int64_t cout) {
   return GC_V % fo == 0 && ci * (GC_V / fo) <= GC_V;     /* groups side by side */
 }
 
-static void gc_conv_of(gc_conv *p, const nn_conv_geom *g, int dx) {
+static void gc_conv_of(gc_conv *p, const nn_conv_geom *g, int dx, int gemm) {
   memset(p, 0, sizeof *p);
+  p->gemm = gemm;
   p->nhwc = g->nhwc, p->N = g->N;
   p->KH = g->k[1], p->KW = g->k[2], p->KK = p->KH * p->KW, p->dh = g->d[1], p->dw = g->d[2];
   if (!dx) {
@@ -68,6 +80,7 @@ static void gc_conv_of(gc_conv *p, const nn_conv_geom *g, int dx) {
   }
   p->bcast = p->fo % GC_V == 0;
   p->wide = gc_wide(p->ci, p->fo);
+  p->tk = GC_GEMM_K / p->Cin > 1 ? GC_GEMM_K / p->Cin : 1;
   /* the padded row holds every pixel the outputs read: [-pw, (Wo-1)*sw - pw + (KW-1)*dw] */
   int64_t last = (p->Wo - 1) * p->sw - p->pw + (p->KW - 1) * p->dw;
   p->Wp = p->pw + (last + 1 > p->Wi ? last + 1 : p->Wi);
@@ -82,14 +95,17 @@ static void gc_conv_of(gc_conv *p, const nn_conv_geom *g, int dx) {
 }
 
 /* Per-thread slot: input rows (+ one vector of slack: the permuting loads read up to 16
- * channels from a group's first), output rows (channels-first), gy rows (weight gradient,
+ * channels from a group's first; + NN_GEMM_MR pixels: the implicit GEMM's last tile of a row
+ * reads whole 14-pixel strips), output rows (channels-first), gy rows (weight gradient,
  * channels-first), the weight-gradient partial and the bias-gradient partial. */
 typedef struct gc_slot {
   float *in, *out, *gy, *dw, *db;
 } gc_slot;
 
+static int64_t gc_slack(const gc_conv *p) { return NN_GEMM_MR * p->sw * p->Cin; }
+
 static size_t gc_slot_layout(const gc_conv *p, char *base, gc_slot *s) {
-  size_t in = al64((size_t)(p->rows * p->Wp * p->Cin + GC_V) * 4);
+  size_t in = al64((size_t)(p->rows * p->Wp * p->Cin + GC_V + gc_slack(p)) * 4);
   size_t out = al64((size_t)(p->band * p->Wo * p->Cout) * 4);
   size_t gy = al64((size_t)(p->band * p->Wo * p->Cout) * 4);
   size_t dw = al64((size_t)(p->Cout * p->ci * p->KK) * 4), db = al64((size_t)p->Cout * 4);
@@ -100,8 +116,12 @@ static size_t gc_slot_layout(const gc_conv *p, char *base, gc_slot *s) {
   return in + out + gy + dw + db;
 }
 
-/* the packed weights (forward and data gradient): (Cout/16, KK, ci, 16) each */
-static size_t gc_wpk_bytes(const nn_conv_geom *g) { return al64((size_t)(g->F * g->Kc) * 4); }
+/* the packed weights (forward and data gradient): (Cout/16, KK, ci, 16) each, or for the
+ * implicit GEMM (Cout/32 rounded up, KK, ci, 32) */
+static size_t gc_wpk_bytes(const nn_conv_geom *g) {
+  int64_t co = (g->F > g->C ? g->F : g->C) + NN_GEMM_NR, ci = g->Cg > g->Fg ? g->Cg : g->Fg;
+  return al64((size_t)(co * ci * g->k[1] * g->k[2]) * 4);
+}
 
 int nn_group_fits(const nn_conv_geom *g, opf_dtype dt, int dx) {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -121,10 +141,18 @@ int nn_group_fits(const nn_conv_geom *g, opf_dtype dt, int dx) {
 #endif
 }
 
+int nn_group_gemm_fits(const nn_conv_geom *g, opf_dtype dt, int dx) {
+  if (dt != OPF_F32 || g->nd != 2 || g->groups != 1 || (g->d[1] == 1 && g->d[2] == 1) ||
+      g->k[1] * g->k[2] > GC_GEMM_TAPS || !nn_gemm_taps_ok())
+    return 0;
+  return !dx || (g->s[1] == 1 && g->s[2] == 1 && g->p[1] <= g->d[1] * (g->k[1] - 1) &&
+                 g->p[2] <= g->d[2] * (g->k[2] - 1));
+}
+
 size_t nn_group_ws_bytes(const nn_conv_geom *g) {
   gc_conv a, b;
-  gc_conv_of(&a, g, 0);
-  gc_conv_of(&b, g, 1);
+  gc_conv_of(&a, g, 0, 0);
+  gc_conv_of(&b, g, 1, 0);
   size_t sa = gc_slot_layout(&a, NULL, NULL), sb = gc_slot_layout(&b, NULL, NULL);
   return 2 * gc_wpk_bytes(g) + (size_t)omp_get_max_threads() * (sa > sb ? sa : sb);
 }
@@ -194,6 +222,7 @@ static void gc_fill_rows(const gc_conv *p, const float *src, int64_t r0, float *
     }
     gc_transpose(src + ih * p->Wi, S, C, p->Wi, d + p->pw * C, C); /* (C, Wi) -> (Wi, C) */
   }
+  if (p->gemm) memset(buf + p->rows * pitch, 0, (size_t)gc_slack(p) * 4);
 }
 
 /* (rows, Wo, Cout) channels-last rows -> rows [oh0, oh0 + rows) of a channels-first image. */
@@ -327,6 +356,26 @@ __attribute__((target("avx512f"))) static void gc_fwd_row(const gc_conv *p, cons
   }
 }
 
+/* One output row oh by the implicit GEMM (p->gemm) into out (Wo x Cout channels-last): the
+ * taps of the window rows kh in [kh0, kh1) (the others read padding rows), tk at a time,
+ * each A_t the band's row pixels in place (rows sw pixels apart, from rb + toff[t]). */
+static void gc_gemm_row(const gc_conv *p, const float *rb, const float *wpk, const float *bias,
+                        int64_t oh, const int64_t *toff, float *out) {
+  const int64_t C = p->Cin, bs = p->KK * C * NN_GEMM_NR;
+  int64_t kh0 = 0, kh1 = p->KH;
+  while (kh0 < kh1 && oh * p->sh - p->ph + kh0 * p->dh < 0) kh0++;
+  while (kh1 > kh0 && oh * p->sh - p->ph + (kh1 - 1) * p->dh >= p->Hi) kh1--;
+  const int64_t t0 = kh0 * p->KW, t1 = kh1 * p->KW;
+  if (t0 == t1) { /* the window in the padding rows only: the bias */
+    for (int64_t ow = 0; ow < p->Wo; ow++)
+      for (int64_t o = 0; o < p->Cout; o++) out[ow * p->Cout + o] = bias ? bias[o] : 0.0f;
+    return;
+  }
+  for (int64_t t = t0; t < t1; t += p->tk)
+    nn_gemm_taps(p->Wo, p->Cout, t1 - t < p->tk ? t1 - t : p->tk, C, rb, p->sw * C, toff + t,
+                 wpk + t * C * NN_GEMM_NR, bs, out, p->Cout, t == t0, bias);
+}
+
 /* Weight-gradient partial of one output row: for every tap and channel c of the group,
  * dw[cb][t][c] += sum over the row of gy[ow] * (permuted x of the tap). gy: Wo x Cout. */
 #define GC_DW_ROW(CI)                                                                          \
@@ -402,9 +451,12 @@ static const gc_dw_fn gc_dw_rows[5] = {gc_dw_row_1, gc_dw_row_2, gc_dw_row_4, gc
 /* Packs w (F, Cg, KK) for the forward (dx = 0) or the data gradient (dx = 1): vector
  * (cb, t, c) holds, in lane l, the weight of output channel o = cb*16 + l of the convolution
  * with its group's input channel c at tap t (the data gradient: o an input channel of the
- * forward, c a filter of its group, the tap flipped). */
+ * forward, c a filter of its group, the tap flipped); the implicit GEMM's: the same in 32-wide
+ * vectors (nn_gemm_taps' strips of B, k = t*ci + c). */
 static void gc_pack(const gc_conv *p, const float *w, int dx, float *wpk) {
-  const int64_t KK = p->KK;
+  const int64_t KK = p->KK, V = p->gemm ? NN_GEMM_NR : GC_V;
+  if (p->gemm) /* the last strip's columns past Cout */
+    memset(wpk, 0, (size_t)((p->Cout + V - 1) / V * V * KK * p->ci) * 4);
   for (int64_t o = 0; o < p->Cout; o++)
     for (int64_t t = 0; t < KK; t++)
       for (int64_t c = 0; c < p->ci; c++) {
@@ -414,12 +466,13 @@ static void gc_pack(const gc_conv *p, const float *w, int dx, float *wpk) {
           int64_t f = o / p->fo * p->ci + c, cl = o % p->fo;
           v = w[(f * p->fo + cl) * KK + (KK - 1 - t)];
         }
-        wpk[((o / GC_V * KK + t) * p->ci + c) * GC_V + o % GC_V] = v;
+        wpk[((o / V * KK + t) * p->ci + c) * V + o % V] = v;
       }
 }
 
 typedef struct gc_run {
   const gc_conv *p;
+  const int64_t *toff; /* the implicit GEMM's tap offsets into the band rows (KK) */
   const float *src, *wpk, *bias, *x, *gy;
   float *dst;
   char *slots;
@@ -454,7 +507,9 @@ static void gc_conv_run(const gc_run *r) {
       float *dn = r->dst + n * osz;
       for (int64_t j = 0; j < rows; j++) {
         float *o = p->nhwc ? dn + (oh0 + j) * p->Wo * p->Cout : s.out + j * p->Wo * p->Cout;
-        gc_fwd_row(p, s.in + j * p->sh * p->Wp * p->Cin, r->wpk, r->bias, o);
+        const float *rb = s.in + j * p->sh * p->Wp * p->Cin;
+        if (p->gemm) gc_gemm_row(p, rb, r->wpk, r->bias, oh0 + j, r->toff, o);
+        else gc_fwd_row(p, rb, r->wpk, r->bias, o);
       }
       if (!p->nhwc) gc_store_cf(p, s.out, oh0, rows, dn);
     }
@@ -517,43 +572,52 @@ static void gc_setup(gc_run *r, const gc_conv *p, const nn_conv_geom *g, void *w
   r->nt = gc_threads(p, ws_bytes - 2 * gc_wpk_bytes(g), r->slot_bytes);
 }
 
-void nn_group_forward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
-                      const void *w, const void *b, void *y) {
+/* The implicit GEMM's tap offsets: tap t = (kh, kw) of band row j at rb + toff[t]. */
+static void gc_taps(const gc_conv *p, int64_t *toff) {
+  for (int64_t t = 0; t < p->KK; t++)
+    toff[t] = (t / p->KW * p->dh * p->Wp + t % p->KW * p->dw) * p->Cin;
+}
+
+/* A forward-shaped pass (dx: the data gradient) by the direct kernels or the implicit GEMM. */
+static void gc_conv_pass(const nn_conv_geom *g, int dx, int gemm, void *ws, size_t ws_bytes,
+                         const void *src, const void *w, const void *b, void *dst) {
   gc_conv p;
   gc_run r;
-  gc_conv_of(&p, g, 0);
+  int64_t toff[GC_GEMM_TAPS];
+  gc_conv_of(&p, g, dx, gemm);
   gc_setup(&r, &p, g, ws, ws_bytes);
-  gc_pack(&p, w, 0, ws);
-  r.src = x, r.wpk = ws, r.bias = b, r.dst = y;
+  float *wpk = (float *)((char *)ws + (dx ? gc_wpk_bytes(g) : 0));
+  gc_pack(&p, w, dx, wpk);
+  if (p.gemm) gc_taps(&p, toff);
+  r.src = src, r.wpk = wpk, r.bias = b, r.dst = dst, r.toff = toff;
   gc_conv_run(&r);
 }
 
-void nn_group_backward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+void nn_group_forward(const nn_conv_geom *g, int gemm, void *ws, size_t ws_bytes, const void *x,
+                      const void *w, const void *b, void *y) {
+  gc_conv_pass(g, 0, gemm, ws, ws_bytes, x, w, b, y);
+}
+
+void nn_group_backward(const nn_conv_geom *g, int gemm, void *ws, size_t ws_bytes, const void *x,
                        const void *w, const void *gy, void *dx, void *dw, void *db) {
   gc_conv p;
   gc_run r;
-  if (dx) {
-    gc_conv_of(&p, g, 1);
-    gc_setup(&r, &p, g, ws, ws_bytes);
-    float *wpk = (float *)((char *)ws + gc_wpk_bytes(g));
-    gc_pack(&p, w, 1, wpk);
-    r.src = gy, r.wpk = wpk, r.dst = dx;
-    gc_conv_run(&r);
-  }
+  if (dx) gc_conv_pass(g, 1, gemm, ws, ws_bytes, gy, w, NULL, dx);
   if (dw || db) {
-    gc_conv_of(&p, g, 0);
+    gc_conv_of(&p, g, 0, 0);
     gc_setup(&r, &p, g, ws, ws_bytes);
     r.x = x, r.gy = gy;
     gc_wgrad_run(&r, dw, db);
   }
 }
 #else
-void nn_group_forward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+void nn_group_forward(const nn_conv_geom *g, int gemm, void *ws, size_t ws_bytes, const void *x,
                       const void *w, const void *b, void *y) {
-  (void)g, (void)ws, (void)ws_bytes, (void)x, (void)w, (void)b, (void)y;
+  (void)g, (void)gemm, (void)ws, (void)ws_bytes, (void)x, (void)w, (void)b, (void)y;
 }
-void nn_group_backward(const nn_conv_geom *g, void *ws, size_t ws_bytes, const void *x,
+void nn_group_backward(const nn_conv_geom *g, int gemm, void *ws, size_t ws_bytes, const void *x,
                        const void *w, const void *gy, void *dx, void *dw, void *db) {
-  (void)g, (void)ws, (void)ws_bytes, (void)x, (void)w, (void)gy, (void)dx, (void)dw, (void)db;
+  (void)g, (void)gemm, (void)ws, (void)ws_bytes, (void)x, (void)w, (void)gy, (void)dx, (void)dw;
+  (void)db;
 }
 #endif

@@ -7,7 +7,8 @@
  * core) and
  * "col2im" (the transposed convolutions as they were: forward GEMM + col2im, backward
  * im2col + GEMM), "im2col" of grouped_conv2d and dilated_conv2d (the im2col core with the
- * own GEMM kernel, as they ran before the direct kernel of conv_group.c). The default
+ * own GEMM kernel, as they ran before the direct kernel of conv_group.c), "direct" of
+ * dilated_conv2d (the direct kernels of conv_group.c, before its implicit GEMM). The default
  * (native) picks per case. "openblas" (every convolution): the
  * default's algorithms with OpenBLAS GEMMs instead of the float32 AVX-512 kernel of
  * conv_gemm.c ("im2col" and "col2im" use OpenBLAS too, as before that kernel). */
@@ -23,6 +24,10 @@ static int fast_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_FAST); }
 static int fast_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_FAST); }
 static int nowino_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_NOWINO); }
 static int nowino_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_NOWINO); }
+static int direct_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_DIRECT); }
+static int direct_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_DIRECT); }
+static int taps_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_TAPS); }
+static int taps_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_TAPS); }
 
 #define CONV_IMPL(op, nm, what, f, b)                                                          \
   {.abi = OPF_OP_ABI, .name = nm, .implements = op, .summary = what, .forward = f, .backward = b}
@@ -60,6 +65,14 @@ OPPERF_IMPL(grouped_conv2d_im2col) = CONV_IMPL("grouped_conv2d", "im2col",
 OPPERF_IMPL(dilated_conv2d_im2col) = CONV_IMPL("dilated_conv2d", "im2col",
                                                "the im2col core with dilated taps (before the "
                                                "direct kernel)", core_fwd, core_bwd);
+OPPERF_IMPL(dilated_conv2d_direct) = CONV_IMPL("dilated_conv2d", "direct",
+                                               "the direct wide blocks of conv_group.c where "
+                                               "they fit (before Winograd and the implicit "
+                                               "GEMM)", direct_fwd, direct_bwd);
+OPPERF_IMPL(dilated_conv2d_implicit) = CONV_IMPL("dilated_conv2d", "implicit",
+                                                 "implicit GEMM: the taps' shifted rows on the "
+                                                 "14x32 GEMM tile (forward, data gradient)",
+                                                 taps_fwd, taps_bwd);
 
 #define BLAS_IMPL(op) CONV_IMPL(op, "openblas", "the default's algorithms, OpenBLAS GEMMs", blas_fwd, blas_bwd)
 OPPERF_IMPL(conv1d_openblas) = BLAS_IMPL("conv1d");

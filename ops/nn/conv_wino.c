@@ -14,7 +14,13 @@
  * each item's rows (8x8 register transposes), so the transforms read and write contiguous
  * rows in both layouts. The fused operators (conv_fused.c) add a per-filter weight scale, the
  * bias and relu in the output transform, a relu mask on the output gradient where the
- * gradient transforms read it, and its channel sums. */
+ * gradient transforms read it, and its channel sums. A dilated 3x3 window (nn_wino_dil_fits)
+ * runs the same transforms and products on its dilation phases: output rows a, a+dh, ... read
+ * only every dh-th input row from one residue, columns likewise, so each phase is a dense 3x3
+ * convolution (pad 0-2); an item is one row phase's tile rows with the tiles of all dw column
+ * phases side by side (dense rows for the vector transforms, 32+ tiles for the GEMM strips),
+ * rows gathered and scattered in place with stride-2 vector shuffles (channels first) or
+ * through per-phase planar copies (channels last); forward and data gradient only. */
 #include <string.h>
 
 #include "conv_wino.h"
@@ -24,6 +30,7 @@
  * input transform, the GEMMs and the output transform. */
 #define WINO_BLOCK_BYTES ((int64_t)1 << 20)
 #define WINO_NR 32 /* the own GEMM kernel's strip of columns (conv_gemm.c GM_NR) */
+#define WINO_MAX_SEGS 16 /* a dilated convolution's column phases (dilation) at most */
 
 int nn_wino_fits(const nn_conv_geom *g, opf_dtype dt) {
   return dt == OPF_F32 && g->nd == 2 && g->groups == 1 && g->k[1] == 3 &&
@@ -32,6 +39,12 @@ int nn_wino_fits(const nn_conv_geom *g, opf_dtype dt) {
 }
 
 static int u_packed(const wino_plan *p);
+
+int nn_wino_dil_fits(const nn_conv_geom *g, opf_dtype dt) {
+  return dt == OPF_F32 && g->nd == 2 && g->groups == 1 && g->k[1] == 3 && g->k[2] == 3 &&
+         g->s[1] == 1 && g->s[2] == 1 && (g->d[1] > 1 || g->d[2] > 1) &&
+         g->d[2] <= WINO_MAX_SEGS && g->p[1] <= 2 * g->d[1] && g->p[2] <= 2 * g->d[2];
+}
 
 /* Tiles per item over the column strips the own kernel computes for them (its last strip is
  * partly wasted: 42 tiles cost 64 columns, 56 cost 64). */
@@ -42,6 +55,7 @@ static double strip_use(int64_t Tb) {
 /* Tile rows per item: as many as fit WINO_BLOCK_BYTES, or with the own kernel, among the
  * upper half of those counts the one whose tiles fill its strips best (measured: 64x64
  * channels, 14 tiles per row, 42 tiles per item ran ~15% slower than 56). */
+static void plan_tiles(wino_plan *p);
 static void plan_of(wino_plan *p, int64_t N, int64_t Ci, int64_t Co, int64_t Hi, int64_t Wi,
                     int64_t ph, int64_t pw, int nhwc, int own) {
   p->own = own;
@@ -49,9 +63,57 @@ static void plan_of(wino_plan *p, int64_t N, int64_t Ci, int64_t Co, int64_t Hi,
   p->Ho = Hi + 2 * ph - 2, p->Wo = Wi + 2 * pw - 2;
   p->nhwc = nhwc, p->wsc = p->mask = NULL, p->relu = 0, p->gsum = NULL;
   p->TH = (p->Ho + WINO_M - 1) / WINO_M, p->TW = (p->Wo + WINO_M - 1) / WINO_M;
-  int64_t per_tile = WINO_XI * (Ci + Co) * (int64_t)sizeof(float);
+  p->dh = p->dw = 1, p->HA = Hi, p->WA = Wi, p->HoA = p->Ho, p->WoA = p->Wo, p->phA = ph, p->pwA = pw;
+  plan_tiles(p);
+}
+
+/* floor(a / d) for d > 0 */
+static int64_t fdiv(int64_t a, int64_t d) { return a >= 0 ? a / d : -((-a + d - 1) / d); }
+
+/* One axis of phase a of a dilated convolution (input extent in, output out, pad, dilation
+ * d): its outputs are every d-th from a (*pout of them), and they read only every d-th input
+ * from *r (*pin of them) as a dense 3-tap window padded by *ppad (0 .. ceil(pad / d)). */
+static void phase_axis(int64_t in, int64_t out, int64_t pad, int64_t d, int64_t a, int64_t *r,
+                       int64_t *pin, int64_t *ppad, int64_t *pout) {
+  int64_t q = fdiv(a - pad, d);
+  *r = a - pad - q * d;
+  *ppad = -q;
+  *pin = in > *r ? (in - *r + d - 1) / d : 0;
+  *pout = out > a ? (out - a + d - 1) / d : 0;
+}
+
+/* The dense convolution of phase (a, b) of a dilated plan m in q (strides left to the caller);
+ * *rh, *rw: the phase's first input row and column. */
+static void phase_plan(const wino_plan *m, int64_t a, int64_t b, wino_plan *q, int64_t *rh,
+                       int64_t *rw) {
+  *q = *m;
+  phase_axis(m->HA, m->HoA, m->phA, m->dh, a, rh, &q->Hi, &q->ph, &q->Ho);
+  phase_axis(m->WA, m->WoA, m->pwA, m->dw, b, rw, &q->Wi, &q->pw, &q->Wo);
+  q->TH = (q->Ho + WINO_M - 1) / WINO_M, q->TW = (q->Wo + WINO_M - 1) / WINO_M;
+  q->Tb = q->rb * q->TW;
+}
+
+/* A dilated 3x3 stride-1 convolution (N, Ci, Hi, Wi) -> (N, Co, Hi + 2ph - 2dh, ...): its
+ * tiles, items and scratch those of phase (0, 0), the largest. */
+static void plan_dil_of(wino_plan *p, int64_t N, int64_t Ci, int64_t Co, int64_t Hi, int64_t Wi,
+                        int64_t ph, int64_t pw, int64_t dh, int64_t dw, int nhwc, int own) {
+  plan_of(p, N, Ci, Co, Hi, Wi, ph, pw, nhwc, own);
+  p->dh = dh, p->dw = dw, p->HoA = Hi + 2 * ph - 2 * dh, p->WoA = Wi + 2 * pw - 2 * dw;
+  int64_t rh, rw, tw = 0;
+  wino_plan q;
+  phase_plan(p, 0, 0, &q, &rh, &rw);
+  p->Hi = q.Hi, p->ph = q.ph, p->Ho = q.Ho, p->TH = q.TH;
+  for (int64_t b = 0; b < dw; b++) tw += (phase_plan(p, 0, b, &q, &rh, &rw), q.TW);
+  p->TW = tw; /* every column phase's tiles side by side */
+  plan_tiles(p);
+}
+
+/* Tile rows per item (rb) and tiles per item (Tb) from TH and TW. */
+static void plan_tiles(wino_plan *p) {
+  int64_t per_tile = WINO_XI * (p->Ci + p->Co) * (int64_t)sizeof(float);
   int64_t tiles = WINO_BLOCK_BYTES / per_tile, rb = tiles / p->TW;
   if (rb < 1) rb = 1;
+  if (p->dh * p->dw > 1 && rb * p->TW < WINO_NR) rb = (WINO_NR + p->TW - 1) / p->TW;
   if (rb > p->TH) rb = p->TH;
   p->rb = rb;
   if (u_packed(p))
@@ -82,6 +144,10 @@ typedef struct wino_slot {
 } wino_slot;
 
 static int64_t t_floats(const wino_plan *p) {
+  if (p->dh * p->dw > 1) /* the item's input and output rows planar, by column phases */
+    return p->nhwc ? p->Ci * (WINO_M * p->rb + 2) * (p->WA + p->dw) +
+                         p->Co * WINO_M * p->rb * (p->WoA + p->dw)
+                   : 0;
   int64_t in = p->Ci * (WINO_M * p->rb + 2) * p->Wi, out = p->Co * WINO_M * p->rb * p->Wo;
   return p->nhwc ? (in > out ? in : out) : 0;
 }
@@ -105,11 +171,12 @@ static size_t plan_bytes(const wino_plan *p) {
 
 /* Forward plan (x to y) and data-gradient plan (gy to dx) of a geometry nn_wino_fits. */
 static void fwd_plan(const nn_conv_geom *g, wino_plan *p) {
-  plan_of(p, g->N, g->C, g->F, g->in[1], g->in[2], g->p[1], g->p[2], g->nhwc, !g->openblas);
+  plan_dil_of(p, g->N, g->C, g->F, g->in[1], g->in[2], g->p[1], g->p[2], g->d[1], g->d[2],
+              g->nhwc, !g->openblas);
 }
 static void bwd_plan(const nn_conv_geom *g, wino_plan *p) {
-  plan_of(p, g->N, g->F, g->C, g->out[1], g->out[2], 2 - g->p[1], 2 - g->p[2], g->nhwc,
-          !g->openblas);
+  plan_dil_of(p, g->N, g->F, g->C, g->out[1], g->out[2], 2 * g->d[1] - g->p[1],
+              2 * g->d[2] - g->p[2], g->d[1], g->d[2], g->nhwc, !g->openblas);
 }
 
 /* The most either plan needs with either GEMM (the own kernel's plan packs U but may take
@@ -281,39 +348,45 @@ static inline __attribute__((always_inline)) void t8x8(wvec *r) {
     r[k] = __builtin_shuffle(u[k], u[k + 4], e), r[k + 4] = __builtin_shuffle(u[k], u[k + 4], f);
 }
 
-/* Channels-last rows to planar and back: to_planar gives dst[c*n + i] = src[i*C + c] (0 where
- * mask[i*C + c] <= 0, when mask is not NULL), from_planar src[c*n + i] to dst[i*C + c], for n
- * positions of C channels, by 8x8 blocks. */
+/* Channels-last rows to planar and back: to_planar gives dst[c*ds + i] = src[i*pp + c] (0 where
+ * mask[i*pp + c] <= 0, when mask is not NULL), from_planar src[c*cs + i] to dst[i*pp + c], for
+ * n positions of C channels (planes ds, cs >= n apart; positions pp >= C apart: C, or a
+ * multiple of it for every other position of a dilated phase), by 8x8 blocks. */
 OPF_VEC static void to_planar(float *restrict dst, const float *restrict src,
-                              const float *restrict mask, int64_t n, int64_t C) {
-  int64_t n8 = n & ~(int64_t)7, C8 = C & ~(int64_t)7;
+                              const float *restrict mask, int64_t n, int64_t C, int64_t ds,
+                              int64_t pp) {
+  /* the last 8 positions as one more block when n is not a multiple of 8 (the same values
+   * written twice): only the channel remainder goes element by element */
+  int64_t n8 = n >= 8 ? n : 0, C8 = C & ~(int64_t)7;
   for (int64_t c0 = 0; c0 < C8; c0 += 8)
-    for (int64_t i0 = 0; i0 < n8; i0 += 8) {
+    for (int64_t j0 = 0; j0 < n8; j0 += 8) {
+      int64_t i0 = j0 + 8 <= n ? j0 : n - 8;
       wvec r[8];
       for (int k = 0; k < 8; k++) {
-        r[k] = WLD(src + (i0 + k) * C + c0);
-        if (mask) r[k] = (wvec)((wivec)r[k] & (WLD(mask + (i0 + k) * C + c0) > 0));
+        r[k] = WLD(src + (i0 + k) * pp + c0);
+        if (mask) r[k] = (wvec)((wivec)r[k] & (WLD(mask + (i0 + k) * pp + c0) > 0));
       }
       t8x8(r);
-      for (int k = 0; k < 8; k++) WST(dst + (c0 + k) * n + i0, r[k]);
+      for (int k = 0; k < 8; k++) WST(dst + (c0 + k) * ds + i0, r[k]);
     }
   for (int64_t i = 0; i < n; i++) /* the remainders */
     for (int64_t c = i < n8 ? C8 : 0; c < C; c++)
-      dst[c * n + i] = !mask || mask[i * C + c] > 0 ? src[i * C + c] : 0;
+      dst[c * ds + i] = !mask || mask[i * pp + c] > 0 ? src[i * pp + c] : 0;
 }
 
 OPF_VEC static void from_planar(float *restrict dst, const float *restrict src, int64_t n,
-                                int64_t C) {
-  int64_t n8 = n & ~(int64_t)7, C8 = C & ~(int64_t)7;
-  for (int64_t i0 = 0; i0 < n8; i0 += 8)
+                                int64_t C, int64_t cs, int64_t pp) {
+  int64_t n8 = n >= 8 ? n : 0, C8 = C & ~(int64_t)7; /* as to_planar */
+  for (int64_t j0 = 0; j0 < n8; j0 += 8)
     for (int64_t c0 = 0; c0 < C8; c0 += 8) {
+      int64_t i0 = j0 + 8 <= n ? j0 : n - 8;
       wvec r[8];
-      for (int k = 0; k < 8; k++) r[k] = WLD(src + (c0 + k) * n + i0);
+      for (int k = 0; k < 8; k++) r[k] = WLD(src + (c0 + k) * cs + i0);
       t8x8(r);
-      for (int k = 0; k < 8; k++) WST(dst + (i0 + k) * C + c0, r[k]);
+      for (int k = 0; k < 8; k++) WST(dst + (i0 + k) * pp + c0, r[k]);
     }
   for (int64_t i = 0; i < n; i++)
-    for (int64_t c = i < n8 ? C8 : 0; c < C; c++) dst[i * C + c] = src[c * n + i];
+    for (int64_t c = i < n8 ? C8 : 0; c < C; c++) dst[i * pp + c] = src[c * cs + i];
 }
 
 /* Rows [r0, r1) (clipped to [0, H)) of an image of C channels (H x W, the plan's layout;
@@ -329,8 +402,44 @@ static wino_rows rows_of(const wino_plan *p, const float *img, const float *mimg
   if (!p->nhwc) return (wino_rows){img, mimg, H * W, 0};
   r0 = r0 < 0 ? 0 : r0, r1 = r1 > H ? H : r1;
   int64_t n = r1 > r0 ? (r1 - r0) * W : 0;
-  if (n) to_planar(T, img + r0 * W * C, mimg ? mimg + r0 * W * C : NULL, n, C);
+  if (n) to_planar(T, img + r0 * W * C, mimg ? mimg + r0 * W * C : NULL, n, C, n, C);
   return (wino_rows){T, NULL, n, r0};
+}
+
+/* d[i] = s[i*st] for i < n (a dilated phase's columns of a row): stride 2 by pairs of
+ * vectors (never reading past s[(n-1)*st]), else element by element. */
+OPF_VEC static void gather_cols(float *restrict d, const float *restrict s, int64_t n,
+                                int64_t st) {
+  int64_t i = 0;
+  if (st == 1) {
+    memcpy(d, s, (size_t)n * sizeof *d);
+    return;
+  }
+  if (st == 2) {
+    const wivec even = {0, 2, 4, 6, 8, 10, 12, 14};
+    for (; i + 9 <= n; i += WL) WST(d + i, __builtin_shuffle(WLD(s + 2 * i), WLD(s + 2 * i + 8), even));
+  }
+  for (; i < n; i++) d[i] = s[i * st];
+}
+
+/* d[i*st] = s[i] for i < n, the elements between left as they are (stride 2: whole vectors
+ * read, blended and written back, never past d[(n-1)*st]). */
+OPF_VEC static void scatter_cols(float *restrict d, const float *restrict s, int64_t n,
+                                 int64_t st) {
+  int64_t i = 0;
+  if (st == 1) {
+    memcpy(d, s, (size_t)n * sizeof *d);
+    return;
+  }
+  if (st == 2) {
+    const wivec lo = {8, 1, 9, 3, 10, 5, 11, 7}, hi = {12, 1, 13, 3, 14, 5, 15, 7};
+    for (; i + 9 <= n; i += WL) {
+      wvec v = WLD(s + i);
+      WST(d + 2 * i, __builtin_shuffle(WLD(d + 2 * i), v, lo));
+      WST(d + 2 * i + 8, __builtin_shuffle(WLD(d + 2 * i + 8), v, hi));
+    }
+  }
+  for (; i < n; i++) d[i * st] = s[i];
 }
 
 /* Input transform of one channel over item tiles [0, Tb) (tile rows ty0..): V[xi][t] (xi
@@ -338,6 +447,28 @@ static wino_rows rows_of(const wino_plan *p, const float *img, const float *mimg
  * row0 of the channel's plane, masked by mc when not NULL) is split into its 6 column phases
  * (ph[k][tx] = row[4*tx + k - pad]), so that B^T down the rows and then along each tile's 6
  * columns read only contiguous arrays over all the item's tiles. */
+/* B^T down each tile's 6 rows R[r][k][t], then along its 6 columns: V[xi][t] (xi stride vs),
+ * over Tb tiles at once (U: 36 Tb floats of scratch). */
+OPF_VEC static void input_finish(float *restrict V, int64_t vs, const float *restrict R,
+                                 float *restrict U, int64_t Tb) {
+  const int64_t ks = Tb, rs = 6 * Tb;
+  WINO_STEPS(t, rs, WINO_BT_STEP, R, rs, U, rs);
+  for (int y = 0; y < WINO_A; y++) {
+    const float *u = U + y * rs;
+    float *v = V + (int64_t)(y * 6) * vs;
+    WINO_STEPS(t, Tb, WINO_BT_STEP, u, ks, v, vs);
+  }
+}
+
+/* A dilated convolution's item rows: its column phases' tiles side by side, phase b's TW[b]
+ * tiles from T0[b] (T0[n]: all of them), its input columns Wi[b] padded by pw[b], its outputs
+ * Wo[b]. */
+typedef struct wino_segs {
+  int n;
+  int64_t T0[WINO_MAX_SEGS + 1], TW[WINO_MAX_SEGS], Wi[WINO_MAX_SEGS], pw[WINO_MAX_SEGS],
+      Wo[WINO_MAX_SEGS];
+} wino_segs;
+
 OPF_VEC static void input_block(float *restrict V, int64_t vs, const float *restrict xc,
                                 const float *restrict mc, int64_t row0, const wino_plan *p,
                                 int64_t ty0, int64_t rb, float *restrict scratch) {
@@ -359,12 +490,47 @@ OPF_VEC static void input_block(float *restrict V, int64_t vs, const float *rest
       for (int64_t i = b; i < L; i++) lin[i] = 0;
       deinterleave(d, ks, lin, TW);
     }
-  WINO_STEPS(t, rs, WINO_BT_STEP, R, rs, U, rs);
-  for (int y = 0; y < WINO_A; y++) {
-    const float *u = U + y * rs;
-    float *v = V + (int64_t)(y * 6) * vs;
-    WINO_STEPS(t, Tb, WINO_BT_STEP, u, ks, v, vs);
-  }
+  input_finish(V, vs, R, U, Tb);
+}
+
+/* The input transform of a dilated convolution's item (the rows of row phase q, every column
+ * phase side by side: sg) for one channel, whose phase b rows are at xb[b] (row y at
+ * xb[b] + (y - row0)*xrs[b], every xcs-th column): as input_block on the concatenated
+ * rows, the last tile of each phase then given its own two last columns (the next phase's
+ * first ones in the concatenation). */
+OPF_VEC static void input_block_dil(float *restrict V, int64_t vs, const wino_segs *sg,
+                                    const float *const *xb, const int64_t *xrs, int64_t xcs,
+                                    int64_t row0, const wino_plan *q, int64_t ty0, int64_t rb,
+                                    float *restrict scratch) {
+  const int64_t TW = sg->T0[sg->n], Tb = rb * TW, L = 4 * TW + 8;
+  const int64_t ks = Tb, rs = 6 * Tb;
+  float *restrict lin = scratch, *restrict R = lin + L, *restrict U = R + 36 * Tb;
+  for (int64_t qq = 0; qq < rb; qq++)
+    for (int r = 0; r < WINO_A; r++) {
+      int64_t iy = (ty0 + qq) * WINO_M - q->ph + r;
+      float *d = R + r * rs + qq * TW;
+      if (iy < 0 || iy >= q->Hi) {
+        for (int k = 0; k < 6; k++) memset(d + k * ks, 0, (size_t)TW * sizeof *d);
+        continue;
+      }
+      float ext[WINO_MAX_SEGS][2];
+      for (int b = 0; b < sg->n; b++) {
+        float *seg = lin + 4 * sg->T0[b];
+        const int64_t n = 4 * sg->TW[b] + 2, pw = sg->pw[b], W = sg->Wi[b];
+        int64_t a = pw < n ? pw : n, e = W + pw < n ? W + pw : n;
+        for (int64_t i = 0; i < a; i++) seg[i] = 0;
+        gather_cols(seg + a, xb[b] + (iy - row0) * xrs[b], e - a, xcs);
+        for (int64_t i = e; i < n; i++) seg[i] = 0;
+        ext[b][0] = seg[n - 2], ext[b][1] = seg[n - 1];
+      }
+      for (int64_t i = 4 * TW + 2; i < L; i++) lin[i] = 0;
+      deinterleave(d, ks, lin, TW);
+      for (int b = 0; b + 1 < sg->n; b++) {
+        int64_t t = sg->T0[b + 1] - 1;
+        d[4 * ks + t] = ext[b][0], d[5 * ks + t] = ext[b][1];
+      }
+    }
+  input_finish(V, vs, R, U, Tb);
 }
 
 /* A^T applied to 6 values: the 4 outputs. */
@@ -402,10 +568,10 @@ OPF_VEC static void interleave(float *restrict out, const float *restrict y, int
  * plus the bias (then the relu of a fused operator), A^T down the 6 rows then along them over
  * all tiles at once, then each tile row's 4 output rows interleaved into the channel's plane
  * (yc: its row row0) where inside it. */
-OPF_VEC static void output_block(float *restrict yc, int64_t row0, const float *restrict M,
-                                 int64_t ms, const wino_plan *p, int64_t ty0, int64_t rb,
-                                 float bias, float *restrict scratch) {
-  const int64_t TW = p->TW, Tb = rb * TW, Wo = p->Wo;
+/* Y[i][j][t] = (A^T M A)[i][j] + bias of Tb tiles (relu: then max(., 0)), A^T down the 6
+ * rows then along them over all tiles at once; returns Y (scratch + 24 Tb, 16 Tb floats). */
+OPF_VEC static float *output_tiles(const float *restrict M, int64_t ms, int64_t Tb, float bias,
+                                   int relu, float *restrict scratch) {
   float *restrict S = scratch, *restrict Y = S + 24 * Tb; /* S[i][x][t], Y[i][j][t] */
   for (int x = 0; x < 6; x++) {
     const float *m = M + x * ms;
@@ -433,8 +599,16 @@ OPF_VEC static void output_block(float *restrict yc, int64_t row0, const float *
   }
     WINO_STEPS(t, Tb, WINO_OUT_H, 0);
   }
-  if (p->relu)
+  if (relu)
     for (int64_t i = 0; i < 16 * Tb; i++) Y[i] = Y[i] > 0 ? Y[i] : 0;
+  return Y;
+}
+
+OPF_VEC static void output_block(float *restrict yc, int64_t row0, const float *restrict M,
+                                 int64_t ms, const wino_plan *p, int64_t ty0, int64_t rb,
+                                 float bias, float *restrict scratch) {
+  const int64_t TW = p->TW, Tb = rb * TW, Wo = p->Wo;
+  const float *Y = output_tiles(M, ms, Tb, bias, p->relu, scratch);
   const int64_t full = Wo / WINO_M;
   for (int64_t q = 0; q < rb; q++)
     for (int i = 0; i < WINO_M; i++) {
@@ -445,6 +619,102 @@ OPF_VEC static void output_block(float *restrict yc, int64_t row0, const float *
       interleave(out, y0, Tb, full);
       for (int64_t j = 4 * full; j < Wo; j++) out[j] = y0[full + (j - 4 * full) * Tb];
     }
+}
+
+/* The output transform of a dilated item for one output channel: as output_block on the
+ * concatenated rows of every column phase (sg), phase b's part of output row y written to
+ * yb[b] + (y - row0)*yrs[b], every ycs-th column. */
+OPF_VEC static void output_block_dil(float *const *yb, const int64_t *yrs, int64_t ycs,
+                                     int64_t row0, const wino_segs *sg, const float *restrict M,
+                                     int64_t ms, const wino_plan *q, int64_t ty0, int64_t rb,
+                                     float bias, float *restrict scratch) {
+  const int64_t TW = sg->T0[sg->n], Tb = rb * TW;
+  float *Y = output_tiles(M, ms, Tb, bias, q->relu, scratch), *row = Y + 16 * Tb;
+  for (int64_t qq = 0; qq < rb; qq++)
+    for (int i = 0; i < WINO_M; i++) {
+      int64_t oy = (ty0 + qq) * WINO_M + i;
+      if (oy >= q->Ho) break;
+      interleave(row, Y + i * 4 * Tb + qq * TW, Tb, TW);
+      for (int b = 0; b < sg->n; b++)
+        scatter_cols(yb[b] + (oy - row0) * yrs[b], row + 4 * sg->T0[b], sg->Wo[b], ycs);
+    }
+}
+
+/* M[xi] = U[xi] V[xi] for the 36 points, over Tb tiles (V: Ci x Tb, M: Co x Tb per point). */
+static void products(const wino_plan *p, const float *U, const float *V, float *M, int64_t Tb,
+                     void *pk) {
+  const int64_t vs = p->Ci * Tb, ms = p->Co * Tb;
+  const char *upk = (const char *)U + al64((size_t)(45 * p->Ci * p->Co) * 4);
+  for (int xi = 0; xi < WINO_XI; xi++)
+    if (u_packed(p))
+      nn_gemm_pre(0, 0, p->Co, Tb, p->Ci, NULL, 0, V + xi * vs, Tb, 0.0, M + xi * ms, Tb, pk,
+                  upk + (size_t)xi * upk_bytes(p), NULL);
+    else
+      nn_gemm(OPF_F32, 0, 0, p->Co, Tb, p->Ci, U + (int64_t)xi * p->Co * p->Ci, p->Ci,
+              V + xi * vs, Tb, 0.0, M + xi * ms, Tb, pk);
+}
+
+/* A dilated convolution's item: image n, row phase a, that phase's tile rows [ty0, ty0 + rb),
+ * the tiles of every column phase b side by side (the same input rows: every dh-th of the
+ * image's from the phase's first). Channels-first the transforms read and write the tensors'
+ * rows in place (every dw-th column); channels-last through planar copies of each phase's
+ * columns of the item's rows. */
+static void run_item_dil(const wino_plan *m, const float *U, const float *src, const float *bias,
+                         float *dst, int64_t n, int64_t a, int64_t ty0, char *slot) {
+  wino_slot sl;
+  slot_layout(m, slot, &sl);
+  wino_plan q;
+  wino_segs sg;
+  int64_t rh, rw[WINO_MAX_SEGS], Wsum = 0, Wosum = 0;
+  const int64_t WA = m->WA, WoA = m->WoA, Ci = m->Ci, Co = m->Co, dw = m->dw;
+  sg.n = (int)dw, sg.T0[0] = 0;
+  for (int b = 0; b < sg.n; b++) {
+    phase_plan(m, a, b, &q, &rh, &rw[b]);
+    sg.TW[b] = q.TW, sg.T0[b + 1] = sg.T0[b] + q.TW, sg.Wi[b] = q.Wi, sg.pw[b] = q.pw;
+    sg.Wo[b] = q.Wo, Wsum += q.Wi, Wosum += q.Wo;
+  }
+  if (ty0 >= q.TH || sg.T0[sg.n] == 0) return; /* a shorter phase than the first */
+  const int64_t rb = q.TH - ty0 < m->rb ? q.TH - ty0 : m->rb, Tb = rb * sg.T0[sg.n];
+  const int64_t vs = Ci * Tb, ms = Co * Tb;
+  const float *xn = src + n * Ci * m->HA * WA;
+  float *yn = dst + n * Co * m->HoA * WoA;
+  /* the phase's input rows [u0, u1) the tiles read, output rows [o0, o1) they give */
+  int64_t u0 = ty0 * WINO_M - q.ph, u1 = u0 + WINO_M * rb + 2;
+  u0 = u0 < 0 ? 0 : u0, u1 = u1 > q.Hi ? q.Hi : u1, u1 = u1 < u0 ? u0 : u1;
+  int64_t o0 = ty0 * WINO_M, o1 = o0 + WINO_M * rb < q.Ho ? o0 + WINO_M * rb : q.Ho;
+  const int64_t nu = u1 - u0, no = o1 - o0;
+  const float *xb[WINO_MAX_SEGS];
+  float *yb[WINO_MAX_SEGS];
+  int64_t xrs[WINO_MAX_SEGS], yrs[WINO_MAX_SEGS], off[WINO_MAX_SEGS], ooff[WINO_MAX_SEGS];
+  float *Tin = sl.T, *Tout = sl.T + Ci * (WINO_M * m->rb + 2) * Wsum;
+  for (int b = 0; b < sg.n; b++) {
+    off[b] = b ? off[b - 1] + Ci * nu * sg.Wi[b - 1] : 0;
+    ooff[b] = b ? ooff[b - 1] + Co * no * sg.Wo[b - 1] : 0;
+    if (!m->nhwc) continue;
+    for (int64_t u = u0; u < u1; u++) /* (Wi[b], Ci) -> (Ci, nu, Wi[b]) */
+      to_planar(Tin + off[b] + (u - u0) * sg.Wi[b], xn + ((rh + u * m->dh) * WA + rw[b]) * Ci,
+                NULL, sg.Wi[b], Ci, nu * sg.Wi[b], dw * Ci);
+  }
+  for (int64_t ci = 0; ci < Ci; ci++) {
+    for (int b = 0; b < sg.n; b++)
+      if (m->nhwc) xb[b] = Tin + off[b] + ci * nu * sg.Wi[b], xrs[b] = sg.Wi[b];
+      else xb[b] = xn + ci * m->HA * WA + rh * WA + rw[b], xrs[b] = m->dh * WA;
+    input_block_dil(sl.V + ci * Tb, vs, &sg, xb, xrs, m->nhwc ? 1 : dw, m->nhwc ? u0 : 0, &q, ty0,
+                    rb, sl.scratch);
+  }
+  products(m, U, sl.V, sl.M, Tb, sl.pk);
+  for (int64_t co = 0; co < Co; co++) {
+    for (int b = 0; b < sg.n; b++)
+      if (m->nhwc) yb[b] = Tout + ooff[b] + co * no * sg.Wo[b], yrs[b] = sg.Wo[b];
+      else yb[b] = yn + co * m->HoA * WoA + a * WoA + b, yrs[b] = m->dh * WoA;
+    output_block_dil(yb, yrs, m->nhwc ? 1 : dw, m->nhwc ? o0 : 0, &sg, sl.M + co * Tb, ms, &q,
+                     ty0, rb, bias ? bias[co] : 0, sl.scratch);
+  }
+  if (m->nhwc)
+    for (int b = 0; b < sg.n; b++)
+      for (int64_t i = o0; i < o1; i++)
+        from_planar(yn + ((a + i * m->dh) * WoA + b) * Co, Tout + ooff[b] + (i - o0) * sg.Wo[b],
+                    sg.Wo[b], Co, no * sg.Wo[b], dw * Co);
 }
 
 /* dst = winograd(src, U) + bias over work item (n, tile rows [ty0, ty0 + rb)). */
@@ -461,14 +731,7 @@ static void run_item(const wino_plan *p, const float *U, const float *src, const
   for (int64_t ci = 0; ci < p->Ci; ci++)
     input_block(V + ci * Tb, vs, in.base + ci * in.cs, in.mask ? in.mask + ci * in.cs : NULL,
                 in.row0, p, ty0, rb, scratch);
-  const char *upk = (const char *)U + al64((size_t)(45 * p->Ci * p->Co) * 4);
-  for (int xi = 0; xi < WINO_XI; xi++)
-    if (u_packed(p))
-      nn_gemm_pre(0, 0, p->Co, Tb, p->Ci, NULL, 0, V + xi * vs, Tb, 0.0, M + xi * ms, Tb, sl.pk,
-                  upk + (size_t)xi * upk_bytes(p), NULL);
-    else
-      nn_gemm(OPF_F32, 0, 0, p->Co, Tb, p->Ci, U + (int64_t)xi * p->Co * p->Ci, p->Ci,
-              V + xi * vs, Tb, 0.0, M + xi * ms, Tb, sl.pk);
+  products(p, U, V, M, Tb, sl.pk);
   /* channels-last: the item's output rows [o0, o1) planar in T, then interleaved */
   float *dn = dst + n * p->Co * p->Ho * p->Wo, *yb = dn;
   int64_t o0 = ty0 * WINO_M, o1 = o0 + WINO_M * rb < p->Ho ? o0 + WINO_M * rb : p->Ho;
@@ -476,7 +739,7 @@ static void run_item(const wino_plan *p, const float *U, const float *src, const
   if (p->nhwc) yb = sl.T, cs = (o1 - o0) * p->Wo, row0 = o0;
   for (int64_t co = 0; co < p->Co; co++)
     output_block(yb + co * cs, row0, M + co * Tb, ms, p, ty0, rb, bias ? bias[co] : 0, scratch);
-  if (p->nhwc) from_planar(dn + o0 * p->Wo * p->Co, sl.T, cs, p->Co);
+  if (p->nhwc) from_planar(dn + o0 * p->Wo * p->Co, sl.T, cs, p->Co, cs, p->Co);
 }
 
 /* Threads for a plan: whole items each, as many as the workspace has slots for. */
@@ -499,13 +762,25 @@ static void run(const wino_plan *p, void *ws, size_t ws_bytes, const float *w, i
   }
   char *slots = (char *)ws + u_bytes(p);
   size_t sb = slot_bytes(p);
-  int64_t per = (p->TH + p->rb - 1) / p->rb, items = p->N * per;
+  /* items: (image, tile rows), a dilated convolution's (image, row phase, its tile rows) */
+  int64_t per = (p->TH + p->rb - 1) / p->rb, dil = p->dh * p->dw > 1, items = p->N * p->dh * per;
   int nt = threads_for(p, ws_bytes, items);
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     int k = omp_get_thread_num(), m = omp_get_num_threads();
-    for (int64_t it = items * k / m; it < items * (k + 1) / m; it++)
-      run_item(p, U, src, bias, dst, it / per, it % per * p->rb, slots + (size_t)k * sb);
+    if (dil) { /* a block of tile rows of every row phase at a time, handed out in turn: a
+                * thread slowed by another process's load leaves its share to the other, and
+                * one thread writes all the rows of a block (channels first, the row phases'
+                * rows interleave within cache lines) */
+      const int64_t dh = p->dh;
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t blk = 0; blk < items / dh; blk++)
+        for (int64_t a = 0; a < dh; a++)
+          run_item_dil(p, U, src, bias, dst, blk / per, a, blk % per * p->rb,
+                       slots + (size_t)k * sb);
+    } else
+      for (int64_t it = items * k / m; it < items * (k + 1) / m; it++)
+        run_item(p, U, src, bias, dst, it / per, it % per * p->rb, slots + (size_t)k * sb);
   }
 }
 

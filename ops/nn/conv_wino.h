@@ -22,6 +22,11 @@ typedef struct wino_plan {
   const float *mask;  /* the gy side counts only where mask > 0 (gy's layout), or NULL */
   int relu;           /* output transform: max(y, 0) after the bias */
   float *gsum;        /* weight gradient: per gy channel sums of the (masked) gy, or NULL */
+  /* a dilated convolution (dh*dw > 1, conv_wino.c: its phases are the dense convolutions):
+   * the whole tensors' input and output extents and pads; the fields above then describe the
+   * first row phase, TW the tiles of all column phases side by side (items and scratch sized
+   * for them) */
+  int64_t dh, dw, HA, WA, HoA, WoA, phA, pwA;
 } wino_plan;
 /* Fills p for a 3x3 stride-1 convolution of (N, Ci, Hi, Wi) channel planes (each channel's
  * plane contiguous, rows Wi apart) padded by ph, pw, and its 2-D work items (rb tile rows, Tb

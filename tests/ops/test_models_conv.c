@@ -399,9 +399,17 @@ static void test_gemm_own(void **state) {
  * forward and backward in float32 against float64 on the same generated inputs, 1 and 2
  * threads, shapes where those paths run (channels above the small products' limits, stride
  * 2 with odd sizes, padding, both layouts, N = 1 and odd N). */
-/* float32 by algo (NN_ALGO_AUTO: the operator's default) against float64 */
+/* float32 by algo (NN_ALGO_AUTO: the operator's default) against float64; f32_expect (when
+ * not NULL) must accept the case's geometry first, so a test fails rather than passes on
+ * another algorithm when the one it means stops taking its shapes */
 static int f32_algo;
+static int (*f32_expect)(const nn_conv_geom *g, opf_dtype dt);
 static int run_f32(const opf_op *op, opf_case *c) {
+  if (f32_expect) {
+    nn_conv_geom g;
+    nn_conv_op_geom(c, &g);
+    if (!f32_expect(&g, OPF_F32)) fail_msg("%s: the tested algorithm does not take the case", op->name);
+  }
   if (f32_algo == NN_ALGO_AUTO) return op->forward(c) || op->backward(c);
   return nn_conv_op_run_fwd(c, f32_algo) || nn_conv_op_run_bwd(c, f32_algo);
 }
@@ -515,7 +523,70 @@ static void test_float32_group_dilation(void **state) {
     for (int threads = 1; threads <= 2; threads++) {
       omp_set_num_threads(threads);
       check_f32(cases[k][0], cases[k][1], NN_ALGO_AUTO);
+      /* the default now takes Winograd for most dilated ones: the direct kernels as well */
+      if (!strcmp(cases[k][0], "dilated_conv2d")) check_f32(cases[k][0], cases[k][1], NN_ALGO_DIRECT);
     }
+  omp_set_num_threads(saved);
+}
+
+/* Does the implicit GEMM take the forward (and, stride 1, the data gradient)? */
+static int gemm_fits(const nn_conv_geom *g, opf_dtype dt) { return nn_group_gemm_fits(g, dt, 0); }
+/* Does the default take the dilated Winograd phases? */
+static int dil_wino(const nn_conv_geom *g, opf_dtype dt) {
+  return nn_wino_dil_fits(g, dt) && g->C >= NN_WINO_MIN_CH && g->F >= NN_WINO_MIN_CH;
+}
+
+/* A dilated window's float32 paths against float64 (forward, data and weight gradients), 1
+ * and 2 threads. Winograd on the dilation phases (the default): pads 0 to 2*dilation (phase
+ * pads 0-2, different per phase with an odd pad), dilations 2, 3, 4, 8 (8 column phases side
+ * by side), widths giving phases of 1-2 tiles (element paths) and wider ones (the stride-2
+ * vector gathers and blends), odd widths and heights (phases of unequal sizes), channels not
+ * multiples of 8 (planar copies' remainders), both layouts, N = 1 and 3, bias or none; the
+ * weight-gradient-free path runs dw direct or by the core. The implicit GEMM (forced): widths
+ * not multiples of its 14-row tile, filters past its 32-wide strips (70: a remainder strip),
+ * channels giving 1, 2 and 4 taps per product (300, 100, 64: several products accumulated),
+ * rows whose window lies in the padding (bias only), stride 2 and a 5x5 window (data
+ * gradient by the core), pads beyond the flipped window (likewise). */
+static void test_float32_dilated(void **state) {
+  (void)state;
+  static const char *wino[] = {
+      "x=3x16x21x19 filters=24 kernel=3 pad=2 dilation=2",
+      "x=1x19x23x17 filters=20 kernel=3 pad=3 dilation=3",
+      "x=2x21x19x33 filters=17 kernel=3 pad=1 dilation=2 layout=NHWC",
+      "x=1x17x40x37 filters=16 kernel=3 pad=0 dilation=2 layout=NHWC",
+      "x=1x70x70x20 filters=24 kernel=3 pad=8 dilation=8 layout=NHWC",
+      "x=3x24x11x9 filters=16 kernel=3 pad=4 dilation=2 b=none",
+      "x=1x24x5x6 filters=16 kernel=3 pad=2 dilation=2",
+      "x=1x32x30x29 filters=48 kernel=3 pad=4 dilation=4",
+      "x=2x18x40x36 filters=16 kernel=3 pad=2 dilation=2",
+      "x=2x23x37x64 filters=64 kernel=3 pad=2 dilation=2 layout=NHWC b=none",
+  };
+  static const char *implicit[] = {
+      "x=3x17x29x23 filters=19 kernel=3 pad=2 dilation=2",
+      "x=1x29x31x100 filters=70 kernel=3 pad=3 dilation=3 layout=NHWC",
+      "x=2x300x9x13 filters=40 kernel=3 pad=4 dilation=2",
+      "x=1x13x12x16 filters=32 kernel=3 pad=6 dilation=2 layout=NHWC",
+      "x=2x20x15x17 filters=24 kernel=5 stride=2 pad=4 dilation=2",
+      "x=1x14x28x48 filters=33 kernel=3 pad=1 dilation=2 layout=NHWC b=none",
+      "x=2x64x13x15 filters=64 kernel=3 pad=2 dilation=2",
+      "x=1x9x30x64 filters=8 kernel=3 pad=4 dilation=4 layout=NHWC",
+  };
+  int saved = omp_get_max_threads();
+  for (int threads = 1; threads <= 2; threads++) {
+    omp_set_num_threads(threads);
+    f32_expect = dil_wino;
+    for (size_t k = 0; k < sizeof wino / sizeof *wino; k++)
+      check_f32("dilated_conv2d", wino[k], NN_ALGO_AUTO);
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx512f")) f32_expect = gemm_fits; /* else the core runs */
+    else f32_expect = NULL;
+#else
+    f32_expect = NULL;
+#endif
+    for (size_t k = 0; k < sizeof implicit / sizeof *implicit; k++)
+      check_f32("dilated_conv2d", implicit[k], NN_ALGO_TAPS);
+    f32_expect = NULL;
+  }
   omp_set_num_threads(saved);
 }
 
@@ -527,7 +598,7 @@ int main(void) {
       cmocka_unit_test(test_transpose_errors), cmocka_unit_test(test_cols_errors),
       cmocka_unit_test(test_fused_errors),     cmocka_unit_test(test_backward_blocked),
       cmocka_unit_test(test_gemm_own),         cmocka_unit_test(test_float32_paths),
-      cmocka_unit_test(test_float32_group_dilation),
+      cmocka_unit_test(test_float32_group_dilation), cmocka_unit_test(test_float32_dilated),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
