@@ -127,17 +127,28 @@ static inline double rc_gamma_draw(const rc_gamma *g, opf_rng *r, int64_t k, int
   return res;
 }
 
-/* Attempt (draws j, j+1, j+2) branch-free for vectorised loops: the candidate d*v, *ok when
- * accepted. */
-VM_INLINE double rc_gamma_attempt(const rc_gamma *g, uint64_t key, int64_t k, int j, int64_t *ok) {
+/* The normal z and the acceptance uniform u of an attempt (draws j, j+1, j+2), branch-free. */
+VM_INLINE double rc_gamma_normal(uint64_t key, int64_t k, int j, double *u) {
   double s, cs, u1 = rc_u01o(rc_bits(key, k, j)), u2 = rc_u01(rc_bits(key, k, j + 1));
   rc_sincos2pi(u2, &s, &cs);
-  double z = rc_sqrt(-2.0 * vm_log(u1)) * cs, t = 1.0 + g->c * z;
-  double v = t * t * t, u = rc_u01o(rc_bits(key, k, j + 2));
+  *u = rc_u01o(rc_bits(key, k, j + 2));
+  return rc_sqrt(-2.0 * vm_log(u1)) * cs;
+}
+
+/* The test of an attempt from its z and u (squeeze or full), branch-free for vectorised loops:
+ * the candidate d*v, *ok when accepted. */
+VM_INLINE double rc_gamma_test(const rc_gamma *g, double z, double u, int64_t *ok) {
+  const double t = 1.0 + g->c * z, v = t * t * t;
   /* t <= 0: v <= 0 and log(v) is NaN, so only the squeeze could pass: it is masked by t > 0 */
   *ok = (t > 0) & ((u < 1.0 - 0.0331 * (z * z) * (z * z)) |
                    (vm_log(u) < 0.5 * z * z + g->d * (1.0 - v + vm_log(v))));
   return g->d * v;
+}
+
+/* A whole attempt (draws j, j+1, j+2). */
+VM_INLINE double rc_gamma_attempt(const rc_gamma *g, uint64_t key, int64_t k, int j, int64_t *ok) {
+  double u, z = rc_gamma_normal(key, k, j, &u);
+  return rc_gamma_test(g, z, u, ok);
 }
 
 /* ---- poisson(lam): inversion by sequential search below RC_PTRS_MIN (one uniform, draw j0;
@@ -194,30 +205,10 @@ VM_INLINE double rc_logfact(double k) {
   })
 #define RC_LGAMMA1(k) lgamma((k) + 1)
 
-/* RC_PTRS_VTRIES attempts (draws j0 + 2i, j0 + 2i + 1) in vector lanes, *ok when one accepted
- * (the first wins): rejection.c's last PTRS stage, for the 2% of elements whose first two
- * attempts were rejected. */
-#define RC_PTRS_VTRIES 2
-VM_INLINE double rc_ptrs_try(const rc_ptrs *p, uint64_t key, int64_t k, int j0, int64_t *ok) {
-  double res = 0;
-  int64_t acc = 0;
-#pragma GCC unroll 4 /* a nested loop would block the vectorisation of the caller's */
-  for (int i = 0; i < RC_PTRS_VTRIES; i++) {
-    double U = rc_u01o(rc_bits(key, k, j0 + 2 * i)) - 0.5, V = rc_u01(rc_bits(key, k, j0 + 2 * i + 1));
-    int64_t a;
-    double x = RC_PTRS_ATTEMPT(p, U, V, &a, rc_floor, vm_log, rc_logfact);
-    res = vm_seld(vm_mask64(acc), res, x); /* the first accepted attempt wins */
-    acc |= a;
-  }
-  *ok = acc;
-  return res;
-}
-
-/* The squeeze of one PTRS attempt alone (draws j, j+1), without logarithms: the candidate, and
- * *ok when the squeeze accepts it (about 2/3 of attempts at lam 100). RC_PTRS_ATTEMPT decides
+/* The squeeze of one PTRS attempt alone (its uniforms U and V as in RC_PTRS_ATTEMPT), without
+ * logarithms: the candidate, and *ok when the squeeze accepts it (about 2/3 of attempts at lam 100). RC_PTRS_ATTEMPT decides
  * the same for those and runs the full test for the others. */
-VM_INLINE double rc_ptrs_squeeze(const rc_ptrs *p, uint64_t key, int64_t k, int j, int64_t *ok) {
-  const double U = rc_u01o(rc_bits(key, k, j)) - 0.5, V = rc_u01(rc_bits(key, k, j + 1));
+VM_INLINE double rc_ptrs_squeeze(const rc_ptrs *p, double U, double V, int64_t *ok) {
   const double us = 0.5 - fabs(U);
   *ok = (us >= 0.07) & (V <= p->vr);
   return rc_floor((2.0 * p->a / us + p->b) * U + p->lam + 0.43);

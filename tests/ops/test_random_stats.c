@@ -231,11 +231,125 @@ static void test_discrete_pmf(void **state) {
     snprintf(spec, sizeof spec, "shape=1000x1000 lam=%g seed=%zu", lams[i], i);
     check_pmf("poisson", i & 1 ? OPF_F64 : OPF_I64, spec, poisson_pmf, lams[i], 0);
   }
-  static const double nb[][2] = {{5, 0.5}, {50, 0.1}, {0.5, 0.7}, {2, 0.05}, {200, 0.9}, {30, 0.75}};
+  /* r below and above 1; p near 0 (large, widely spread rates: mostly PTRS) and near 1 (rates
+   * near 0: the inversion) */
+  static const double nb[][2] = {{5, 0.5}, {50, 0.1}, {0.5, 0.7}, {2, 0.05}, {200, 0.9},
+                                 {30, 0.75}, {0.3, 0.02}, {3, 0.98}, {20, 0.01}, {0.05, 0.5}};
   for (size_t i = 0; i < sizeof nb / sizeof *nb; i++) {
     snprintf(spec, sizeof spec, "shape=1000x1000 n=%g p=%g seed=%zu", nb[i][0], nb[i][1], i);
     check_pmf("negative_binomial", i & 1 ? OPF_I32 : OPF_F32, spec, nbinom_pmf, nb[i][0], nb[i][1]);
   }
+}
+
+/* The regularised lower incomplete gamma P(a, x): the series below a + 1, the continued
+ * fraction (modified Lentz) above (Numerical Recipes' gser and gcf), to 1e-14. */
+static double gamma_p(double a, double x) {
+  if (x <= 0) return 0;
+  const double lg = a * log(x) - x - lgamma(a);
+  if (x < a + 1) {
+    double ap = a, del = 1 / a, sum = del;
+    for (int n = 0; n < 100000 && fabs(del) > fabs(sum) * 1e-15; n++) ap++, del *= x / ap, sum += del;
+    return sum * exp(lg);
+  }
+  double b = x + 1 - a, c = 1 / 1e-300, d = 1 / b, h = d;
+  for (int i = 1; i < 100000; i++) {
+    const double an = -i * (i - a);
+    b += 2;
+    d = an * d + b, c = b + an / c;
+    d = fabs(d) < 1e-300 ? 1e-300 : d, c = fabs(c) < 1e-300 ? 1e-300 : c;
+    d = 1 / d;
+    const double del = d * c;
+    h *= del;
+    if (fabs(del - 1) < 1e-15) break;
+  }
+  return 1 - exp(lg) * h;
+}
+
+/* random_gamma's whole distribution: Pearson's chi-square over NB bins of equal width in
+ * x^(1/3) (about normal for the gamma: Wilson-Hilferty) across the central 1 - 1e-4 of the
+ * mass, plus the two tails, against P(alpha, x/scale); limit as in check_pmf. Each stage of
+ * the staged sampler (squeeze, full test, later attempts, the boost for alpha < 1) settles a
+ * different part of the distribution, so a bias in one of them shows here. */
+static void check_gamma_cdf(opf_dtype dt, const char *spec, double alpha, double scale) {
+  enum { NB = 60 };
+  opf_case c;
+  run(&c, "random_gamma", dt, spec, 2);
+  const int64_t n = opf_numel(&c.out[0]);
+  /* bin edges: the 5e-5 and 1 - 5e-5 quantiles by bisection on P, then equal steps of x^(1/3) */
+  double q[2], pr[2] = {5e-5, 1 - 5e-5};
+  for (int e = 0; e < 2; e++) {
+    double lo = 0, hi = alpha + 50 * sqrt(alpha) + 50;
+    for (int it = 0; it < 200; it++) {
+      const double mid = 0.5 * (lo + hi);
+      *(gamma_p(alpha, mid) < pr[e] ? &lo : &hi) = mid;
+    }
+    q[e] = cbrt(0.5 * (lo + hi));
+  }
+  double edge[NB + 1], cnt[NB + 2] = {0};
+  for (int b = 0; b <= NB; b++) edge[b] = pow(q[0] + (q[1] - q[0]) * b / NB, 3);
+  for (int64_t k = 0; k < n; k++) {
+    const double v = ts_get(&c.out[0], k) / scale;
+    if (!(v >= 0)) fail_msg("random_gamma [%s]: element %lld is %.17g", spec, (long long)k, v);
+    int lo = 0, hi = NB + 2; /* bin i + 1 holds [edge[i], edge[i + 1]); 0 and NB + 1 the tails */
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) / 2;
+      *(v >= edge[mid - 1] ? &lo : &hi) = mid;
+    }
+    cnt[lo]++;
+  }
+  double chi2 = 0, prev = 0;
+  for (int b = 0; b <= NB + 1; b++) {
+    const double P = b <= NB ? gamma_p(alpha, edge[b]) : 1, e = (P - prev) * (double)n;
+    chi2 += (cnt[b] - e) * (cnt[b] - e) / e;
+    prev = P;
+  }
+  opf_case_release(&c);
+  const int df = NB + 1;
+  if (!(chi2 <= df + 6 * sqrt(2.0 * df)))
+    fail_msg("random_gamma [%s]: chi-square %.1f with %d degrees of freedom (limit %.1f)", spec, chi2,
+             df, df + 6 * sqrt(2.0 * df));
+}
+
+/* random_gamma over its shape regimes: alpha < 1 (boosted), 1, the default 2, moderate and
+ * large (the squeeze accepts ever more), float32 and float64. */
+static void test_gamma_cdf(void **state) {
+  (void)state;
+  static const double alphas[] = {0.05, 0.3, 0.999, 1, 2, 7.5, 100, 5000};
+  char spec[128];
+  for (size_t i = 0; i < sizeof alphas / sizeof *alphas; i++) {
+    const double scale = i & 1 ? 0.5 : 3;
+    snprintf(spec, sizeof spec, "shape=1000x1000 alpha=%g scale=%g seed=%zu", alphas[i], scale, i);
+    check_gamma_cdf(i & 1 ? OPF_F32 : OPF_F64, spec, alphas[i], scale); /* float32 at alpha 0.05
+                                                                         would flush 1% to 0 */
+  }
+}
+
+/* The staged samplers give the scalar reference's samples (the same draws, up to last-bit
+ * differences of the vector math: float64 within 1e-9) in every regime, at 1 and 2 threads:
+ * gamma below and above alpha 1; poisson on both sides of the PTRS switch; negative_binomial
+ * with blocks of small rates only (n=3 p=0.9), a few rates from 10 (inversion over the whole
+ * block first: n=5 p=0.5), many (the block split by rate first: n=2 p=0.2, n=30 p=0.75), and
+ * all (n=50 p=0.1). test_ops checks the default cases on small shapes only. */
+static void test_staged_equals_reference(void **state) {
+  (void)state;
+  static const char *const cases[][2] = {
+      {"random_gamma", "alpha=2"},      {"random_gamma", "alpha=0.3 scale=2"},
+      {"random_gamma", "alpha=1"},      {"random_gamma", "alpha=40"},
+      {"poisson", "lam=3"},             {"poisson", "lam=10"},
+      {"poisson", "lam=100"},           {"poisson", "lam=5000"},
+      {"negative_binomial", "n=3 p=0.9"}, {"negative_binomial", "n=5 p=0.5"},
+      {"negative_binomial", "n=2 p=0.2"}, {"negative_binomial", "n=30 p=0.75"},
+      {"negative_binomial", "n=50 p=0.1"}, {"negative_binomial", "n=0.3 p=0.02"}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    for (int threads = 1; threads <= 2; threads++) {
+      char spec[128], msg[256];
+      snprintf(spec, sizeof spec, "shape=200003 %s seed=%zu", cases[i][1], i);
+      opf_case c;
+      run(&c, cases[i][0], OPF_F64, spec, threads);
+      if (ts_compare_reference(&c, 1e-9, msg, sizeof msg))
+        fail_msg("%s [%s] at %d threads: %s", cases[i][0], spec, threads, msg);
+      opf_case_release(&c);
+    }
 }
 
 static void test_multinomial(void **state) {
@@ -356,6 +470,7 @@ static void test_reproducible(void **state) {
     check_repro("poisson", (opf_dtype)d, "shape=301x517 lam=57");
     check_repro("negative_binomial", (opf_dtype)d, odd);
     check_repro("negative_binomial", (opf_dtype)d, "shape=301x517 n=40 p=0.2");
+    check_repro("negative_binomial", (opf_dtype)d, "shape=301x517 n=0.3 p=0.02");
     check_repro("shuffle", (opf_dtype)d, "x=100003");
     check_repro("shuffle", (opf_dtype)d, "x=3001x17");
   }
@@ -370,6 +485,7 @@ int main(void) {
       cmocka_unit_test(test_continuous),  cmocka_unit_test(test_normal_pairs),
       cmocka_unit_test(test_discrete),    cmocka_unit_test(test_dropout_mask),
       cmocka_unit_test(test_rejection),   cmocka_unit_test(test_discrete_pmf),
+      cmocka_unit_test(test_gamma_cdf),   cmocka_unit_test(test_staged_equals_reference),
       cmocka_unit_test(test_multinomial),
       cmocka_unit_test(test_shuffle),     cmocka_unit_test(test_reproducible),
   };
