@@ -1,7 +1,8 @@
 /* index_add.c: y = x with y[o, idx[j], :] += values[o, j, :] along an axis (PyTorch's
  * index_add; repeated indices accumulate). Forward is the family's destination-owned
- * scatter-add seeded with x; backward is dx = g (a copy) and dvalues = g gathered at the
- * indices (the family's row gather). */
+ * scatter-add seeded with x; backward is dx = g (handed back as g itself: a gradient view,
+ * as torch's autograd does) and dvalues = g gathered at the indices (the family's row
+ * gather). */
 #include "indexing.h"
 
 enum { IN_X = 0, IN_IDX = 1, IN_V = 2 };
@@ -61,9 +62,15 @@ static int ia_backward(opf_case *c) {
   ix_dims d = ia_dims(c);
   int rc = ix_check(c, c->in[IN_IDX].data, d.n, d.A, "index");
   if (rc) return rc;
-  if (c->gin[IN_X].data) ix_bulk(c->gin[IN_X].data, c->gout[0].data, c->gin[IN_X].nbytes);
+  if (c->gin[IN_X].data && !opf_grad_is_view(c, IN_X)) /* materialize: dx written */
+    ix_bulk(c->gin[IN_X].data, c->gout[0].data, c->gin[IN_X].nbytes);
   if (c->gin[IN_V].data) ix_gather(&d, c->in[IN_IDX].data, c->gout[0].data, c->gin[IN_V].data);
   return OPF_OK;
+}
+
+/* dx is g itself (same shape): a view, no data moves. */
+static int ia_grad_view(const opf_case *c, int i, opf_view *v) {
+  return i == IN_X && opf_view_alias(c, i, 0, v);
 }
 
 /* By the definition: copy x, then add values element by element in index order. */
@@ -85,7 +92,7 @@ static int ia_reference(opf_case *c) {
 }
 
 /* Forward adds each value once, reading x, values and the indices and writing y; backward
- * copies g to dx and gathers g's rows into dvalues. */
+ * gathers g's rows into dvalues, and copies g to dx unless dx is a view of g. */
 static double ia_flops(const opf_case *c, opf_pass p) {
   return opf_pass_sum(p, (double)opf_numel(&c->in[IN_V]), 0);
 }
@@ -93,7 +100,8 @@ static double ia_flops(const opf_case *c, opf_pass p) {
 static double ia_bytes(const opf_case *c, opf_pass p) {
   double es = (double)opf_dtype_size(c->dtype), idx = 8.0 * (double)opf_numel(&c->in[IN_IDX]);
   double x = es * (double)opf_numel(&c->in[IN_X]), v = es * (double)opf_numel(&c->in[IN_V]);
-  return opf_pass_sum(p, idx + 2 * x + v, idx + 2 * x + 2 * v);
+  double dx = opf_case_grad_view(c, IN_X, NULL) ? 0 : 2 * x;
+  return opf_pass_sum(p, idx + 2 * x + v, idx + dx + 2 * v);
 }
 
 OPPERF_OP(index_add) = {
@@ -132,6 +140,7 @@ OPPERF_OP(index_add) = {
     .infer = ia_infer,
     .forward = ia_forward,
     .backward = ia_backward,
+    .grad_view = ia_grad_view,
     .reference = ia_reference,
     .flops = ia_flops,
     .bytes = ia_bytes,
