@@ -529,8 +529,11 @@ static void test_float32_group_dilation(void **state) {
   omp_set_num_threads(saved);
 }
 
-/* Does the implicit GEMM take the forward (and, stride 1, the data gradient)? */
+/* Does the implicit GEMM take the forward (and, stride 1, the data gradient)? (x86 only: it
+ * needs AVX-512) */
+#if defined(__x86_64__)
 static int gemm_fits(const nn_conv_geom *g, opf_dtype dt) { return nn_group_gemm_fits(g, dt, 0); }
+#endif
 /* Does the default take the dilated Winograd phases? */
 static int dil_wino(const nn_conv_geom *g, opf_dtype dt) {
   return nn_wino_dil_fits(g, dt) && g->C >= NN_WINO_MIN_CH && g->F >= NN_WINO_MIN_CH;
