@@ -134,8 +134,19 @@ static void run_masked(const char *name, const char *spec, double *y) {
  * its clamp at 14.5 with their float neighbours on both sides, the specials, lengths 1..33
  * (the two-vector step, the single and the masked vector), 1 and 2 threads; bias_gelu with a
  * bias that shifts each column, rows of 35 and of 10. */
+/* The relative bound near 0: 4e-7 for the AVX-512 kernel; the other paths (no AVX-512 DQ,
+ * arm64: the previous formula, kept) go over it on this grid (4.06e-7 at x = -0.0996, arm64
+ * under qemu) and stay within 8e-7, their bound. */
+#if defined(__x86_64__)
+#define GELU_FAST() (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
+#else
+#define GELU_FAST() 0
+#endif
+static double gelu_rel = 4e-7;
+
 static void gelu_check(const char *op, const float *y, const float *x, const float *b,
                        int64_t n, int64_t w) {
+  gelu_rel = GELU_FAST() ? 4e-7 : 8e-7;
   for (int64_t i = 0; i < n; i++) {
     const double v = (double)x[i] + (b ? (double)b[i % w] : 0);
     const double want = (double)(float)(0.5 * v * erfc(-v * M_SQRT1_2));
@@ -145,7 +156,7 @@ static void gelu_check(const char *op, const float *y, const float *x, const flo
     else if (isinf(v)) ok = got == v;
     /* exp(-z^2) inherits the rounding of z^2 = x^2 / 2 (relative 1.2e-7, so an absolute
      * 6e-8 x^2 in the exponent): the tail's relative error grows with x^2 (2e-5 at -12) */
-    else ok = fabs(got - want) <= (4e-7 + 1.5e-7 * v * v) * fabs(want) + 1e-37;
+    else ok = fabs(got - want) <= (gelu_rel + 1.5e-7 * v * v) * fabs(want) + 1e-37;
     if (!ok) fail_msg("%s n=%lld: x = %.9g: got %.9g, want %.9g", op, (long long)n, v, got, want);
   }
 }
