@@ -89,9 +89,7 @@ static void lu_gemm_sub(int64_t m, int64_t n, int64_t k, float *A, const float *
                         int64_t ld) {
   if (nn_gemm_own(OPF_F32, n, m, k)) {
     for (int64_t j = 0; j < k; j++) lu_scale(A + j * ld, m, -1.0f);
-    if (!lin_own_sgemm(0, 0, n, m, k, 1.0f, B, ld, A, ld, 1.0f, C, ld))
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)m, (int)k, 1.0f, B,
-                  (int)ld, A, (int)ld, 1.0f, C, (int)ld);
+    lin_gemm_own(0, OPF_F32, 0, 0, n, m, k, 1.0, B, ld, A, ld, 1.0, C, ld);
     for (int64_t j = 0; j < k; j++) lu_scale(A + j * ld, m, -1.0f);
     return;
   }

@@ -562,12 +562,13 @@ size_t nn_conv_ws_bytes(const nn_conv_geom *g) {
   return core > thin ? core : thin;
 }
 
-/* C (M x N) = op(A) op(B), row-major float32: the own threaded kernels, else OpenBLAS. */
-static void thin_gemm(int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-                      const float *B, int64_t ldb, float *C) {
-  if (!lin_own_sgemm(0, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, N))
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N,
-                (int)K, 1.0f, A, (int)lda, B, (int)ldb, 0.0f, C, (int)N);
+/* Per channel sums of the big tensor over images and positions (a transposed bias
+ * gradient). */
+static void big_sums(const nn_conv_geom *g, opf_dtype dt, const void *big, void *out) {
+  memset(out, 0, (size_t)g->C * g->esz);
+  for (int64_t n = 0; n < g->N; n++)
+    conv_kerns[dt].sums(out, (const char *)big + (size_t)(n * g->C * g->S) * g->esz, g->S, 0,
+                        g->S, g->C, g->nhwc);
 }
 
 static void thin_forward(const nn_conv_job *j) {
@@ -581,7 +582,7 @@ static void thin_forward(const nn_conv_job *j) {
   for (int64_t n = 0; n < N; n++)
     k->im2col[0]((char *)(col + n * P), NP, (const char *)j->big + (size_t)(n * C * S) * 4, g, 0, P);
   if (j->small) {
-    thin_gemm(0, F, NP, g->Kall, j->w, g->Kall, col, NP, ym);
+    lin_gemm_own(0, OPF_F32, 0, 0, F, NP, g->Kall, 1.0, j->w, g->Kall, col, NP, 0.0, ym, NP);
     const float *b = j->shift;
     float *y = j->small;
 #pragma omp parallel for schedule(static) if (par)
@@ -597,26 +598,9 @@ static void thin_forward(const nn_conv_job *j) {
 #pragma omp parallel for schedule(static) if (par)
     for (int64_t f = 0; f < F; f++)
       for (int64_t n = 0; n < N; n++) memcpy(gm + f * NP + n * P, gs + (n * F + f) * P, (size_t)P * 4);
-    thin_gemm(1, F, g->Kall, NP, gm, NP, col, NP, j->dw);
+    lin_gemm_own(0, OPF_F32, 0, 1, F, g->Kall, NP, 1.0, gm, NP, col, NP, 0.0, j->dw, g->Kall);
   }
-  if (j->dbig_sum) {
-    const float *bg = j->big;
-    float *out = j->dbig_sum;
-#pragma omp parallel for schedule(static) if (par)
-    for (int64_t c = 0; c < C; c++) {
-      double acc = 0;
-      for (int64_t n = 0; n < N; n++) {
-        const float *r = bg + (n * C + c) * S;
-        float s4[4] = {0, 0, 0, 0};
-        int64_t i = 0;
-        for (; i + 4 <= S; i += 4)
-          s4[0] += r[i], s4[1] += r[i + 1], s4[2] += r[i + 2], s4[3] += r[i + 3];
-        for (; i < S; i++) s4[0] += r[i];
-        acc += (double)((s4[0] + s4[1]) + (s4[2] + s4[3]));
-      }
-      out[c] = (float)acc;
-    }
-  }
+  if (j->dbig_sum) big_sums(g, OPF_F32, j->big, j->dbig_sum);
 }
 
 static conv_slot slot_at(const conv_run *t, int k) {
@@ -1323,12 +1307,6 @@ static int use_group_gemm(const nn_conv_geom *g, opf_dtype dt, int algo, int dx)
 }
 
 /* out[c] = sum of the big tensor's channel c (a transposed convolution's bias gradient). */
-static void big_sums(const nn_conv_geom *g, opf_dtype dt, const void *big, void *out) {
-  memset(out, 0, (size_t)g->C * g->esz);
-  for (int64_t n = 0; n < g->N; n++)
-    conv_kerns[dt].sums(out, (const char *)big + (size_t)(n * g->C * g->S) * g->esz, g->S, 0,
-                        g->S, g->C, g->nhwc);
-}
 
 /* A transposed convolution with a 3x3 window, stride 1 is the data gradient of a plain one
  * (and its backward that one's forward and weight gradient): Winograd serves both. */
