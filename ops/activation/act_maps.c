@@ -60,7 +60,11 @@ static void gelu_fwd_f32(const float *restrict x, float *restrict y, int64_t n) 
   if (ACT_GELU_AVX512()) act_gelu_f32_avx512(x, NULL, y, n);
   else gelu_vec_fwd_f32(x, y, n);
 }
-#define gelu_bwd_f32 gelu_vec_bwd_f32
+static void gelu_bwd_f32(const float *restrict x, const float *restrict y,
+                         const float *restrict dy, float *restrict dx, int64_t n) {
+  if (ACT_GELU_AVX512()) act_gelu_grad_f32_avx512(x, NULL, dy, dx, n);
+  else gelu_vec_bwd_f32(x, y, dy, dx, n);
+}
 UM_DIFF_HOOKS(gelu, act_gelu_ref, NULL, 4, 9, UM_R_ONE, UM_PAR_MATH)
 UM_MAP(gelu_tanh, x * GT_S(x), ({
          const __typeof__(x) s = GT_S(x);
@@ -91,12 +95,23 @@ AM_MAP(hard_sigmoid, ({
        }),
        hard_sigmoid_ref, 4, 4, UM_R_ONE, UM_PAR_CHEAP)
 /* log_sigmoid: both passes from e = exp(-|x|) (VM_EXP_NP: no overflow to handle); the
- * gradient 1 / (1 + exp(x)) = (x > 0 ? e : 1) / (1 + e) */
-UM_MAP(log_sigmoid, VM_SEL(x < 0, x, UM_C(0)) - ACT_LOG1P01(VM_EXP_NP(-VM_ABS(x))), ({
-         const __typeof__(x) e = VM_EXP_NP(-VM_ABS(x));
-         dy * VM_SEL(x > 0, e, UM_C(1)) / (1 + e);
-       }),
-       log_sigmoid_ref, 6, 3, UM_R_ONE, UM_PAR_MATH)
+ * gradient 1 / (1 + exp(x)) = (x > 0 ? e : 1) / (1 + e); float32 backward by the AVX-512
+ * kernel (act_common.h: no division) where the CPU has it */
+#define LS_FWD(x) (VM_SEL(x < 0, x, UM_C(0)) - ACT_LOG1P01(VM_EXP_NP(-VM_ABS(x))))
+#define LS_BWD(x, dy)                                                                         \
+  ({                                                                                          \
+    const __typeof__(x) e = VM_EXP_NP(-VM_ABS(x));                                            \
+    dy * VM_SEL(x > 0, e, UM_C(1)) / (1 + e);                                                 \
+  })
+UM_LOOPS(log_sigmoid_vec, float, f32, LS_FWD(x), LS_BWD(x, dy))
+UM_LOOPS(log_sigmoid, double, f64, LS_FWD(x), LS_BWD(x, dy))
+#define log_sigmoid_fwd_f32 log_sigmoid_vec_fwd_f32
+static void log_sigmoid_bwd_f32(const float *restrict x, const float *restrict y,
+                                const float *restrict dy, float *restrict dx, int64_t n) {
+  if (ACT_GELU_AVX512()) act_log_sigmoid_grad_f32_avx512(x, dy, dx, n);
+  else log_sigmoid_vec_bwd_f32(x, y, dy, dx, n);
+}
+UM_DIFF_HOOKS(log_sigmoid, log_sigmoid_ref, NULL, 6, 3, UM_R_ONE, UM_PAR_MATH)
 AM_MAP(softplus, ({
          const __typeof__(x) bx = p0 * x;
          const __typeof__(x) sp = VM_SEL(bx > 0, bx, UM_C(0)) + ACT_LOG1P01(VM_EXP(-VM_ABS(bx)));

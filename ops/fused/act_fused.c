@@ -269,6 +269,26 @@ static int bg_infer(opf_case *c) {
 BG_KERNELS(float, f32)
 BG_KERNELS(double, f64)
 
+/* acc[j] += the sum of `rows` (<= ACT_RB) rows of d, as ACT_COLSUM_ROWS sums one block. */
+OPF_VEC static void bg_colsum_f32(const float *restrict d, double *restrict acc, int64_t rows,
+                                  int64_t ld, int64_t w) {
+  ACT_COLSUM_ROWS(float, rows, w, acc, part[j] += d[r * ld + j];);
+}
+
+/* bg_bwd_f32 by the AVX-512 gradient (act_common.h): each block of ACT_RB rows is written to
+ * dx first, then summed from there (still in L1/L2) in ACT_COLSUM_ROWS's order, so dbias
+ * keeps its summation order and its independence of the thread count. */
+static void bg_bwd_f32_avx512(const float *restrict x, const float *restrict b,
+                              const float *restrict dy, float *restrict dx, double *restrict acc,
+                              int64_t rows, int64_t ld, int64_t w) {
+  for (int64_t r0 = 0; r0 < rows; r0 += ACT_RB) {
+    const int64_t r1 = r0 + ACT_RB < rows ? r0 + ACT_RB : rows;
+    for (int64_t r = r0; r < r1; r++)
+      act_gelu_grad_f32_avx512(x + r * ld, b, dy + r * ld, dx + r * ld, w);
+    bg_colsum_f32(dx + r0 * ld, acc, r1 - r0, ld, w);
+  }
+}
+
 typedef struct bg_ctx {
   const opf_case *c;
   act_cview v;
@@ -281,7 +301,10 @@ static void bg_block(void *p, int64_t o, int64_t rows, int64_t w, int64_t c0,
   const int64_t ld = b->v.P;
   if (c->dtype == OPF_F32) {
     const float *x = (const float *)c->in[BG_X].data + o, *bias = (const float *)b->v.a + c0;
-    if (acc)
+    if (acc && ACT_GELU_AVX512())
+      bg_bwd_f32_avx512(x, bias, (const float *)c->gout[0].data + o,
+                        (float *)c->gin[BG_X].data + o, acc, rows, ld, w);
+    else if (acc)
       bg_bwd_f32(x, bias, (const float *)c->gout[0].data + o, (float *)c->gin[BG_X].data + o,
                  acc, rows, ld, w);
     else if (ACT_GELU_AVX512())

@@ -217,6 +217,103 @@ static void test_gelu_accuracy(void **state) {
   }
 }
 
+/* GELU float32 gradient (gelu's backward, the AVX-512 kernel where the CPU has it, and
+ * bias_gelu's dx with a bias) against dy (cdf(v) + v pdf(v)) in double, element by element:
+ * the error is measured against dy (cdf + |v| pdf), the size of the two terms (near
+ * v = -0.7518 the gradient crosses 0 and has no relative precision to keep), with the same
+ * v^2 allowance as the forward for the exp(-v^2 / 2) that the generic path rounds (the AVX-512
+ * kernel splits v^2 exactly). Grid: -15 to 7 in steps of 2^-12, the kernel's interval edges
+ * with neighbours, the specials (gelu'(+inf) = 1, gelu'(-inf) = 0: the generic path gave NaN
+ * there, inf times exp(-inf)), lengths 1..33 at 1 and 2 threads. Returns the worst ratio of
+ * error to bound. */
+static double gelu_grad_check(const char *op, const float *dx, const float *x, const float *b,
+                              const float *dy, int64_t n, int64_t w) {
+  const double rel = GELU_FAST() ? 4e-7 : 8e-7;
+  double worst = 0;
+  for (int64_t i = 0; i < n; i++) {
+    /* x + b as the kernel forms it, in float32 (its rounding moves the tail's gradient by a
+     * relative |v| ulp(v) / 2: 4e-6 at v = -8.5, not the kernel's error) */
+    const double v = b ? (double)(x[i] + b[i % w]) : (double)x[i], g = dy[i];
+    const double cdf = 0.5 * erfc(-v * M_SQRT1_2), pdf = exp(-0.5 * v * v) / sqrt(2 * M_PI);
+    const double want = isinf(v) ? (v > 0 ? g : 0) : g * (cdf + (pdf > 0 ? v * pdf : 0));
+    const double scale = fabs(g) * (cdf + (pdf > 0 ? fabs(v) * pdf : 0));
+    const double got = dx[i];
+    int ok;
+    if (isnan(v)) ok = isnan(got);
+    else {
+      const double bound = (rel + 1.5e-7 * (isinf(v) ? 0 : v * v)) * scale + 6e-45 * fabs(g);
+      const double err = fabs(got - want);
+      ok = err <= bound;
+      if (bound > 0 && err / bound > worst) worst = err / bound;
+    }
+    if (!ok)
+      fail_msg("%s n=%lld: x = %.9g: dx %.9g, want %.9g (dy %g)", op, (long long)n, v, got, want,
+               g);
+  }
+  return worst;
+}
+
+static double gelu_grad_run(const float *x, int64_t n, int threads) {
+  opf_case c;
+  char spec[32];
+  snprintf(spec, sizeof spec, "x=%lld", (long long)n);
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  ts_case_ready(&c, ts_op("gelu"), OPF_F32, spec, 1, 3);
+  memcpy(c.in[0].data, x, (size_t)n * sizeof *x);
+  float *dy = c.gout[0].data;
+  for (int64_t i = 0; i < n; i++) dy[i] = 0.75f + (float)(i % 5) / 4.0f;
+  assert_int_equal(c.op->forward(&c), OPF_OK);
+  assert_int_equal(c.op->backward(&c), OPF_OK);
+  const double worst = gelu_grad_check("gelu", c.gin[0].data, x, NULL, dy, n, 1);
+  opf_case_release(&c);
+  omp_set_num_threads(saved);
+  return worst;
+}
+
+static void test_gelu_grad_accuracy(void **state) {
+  (void)state;
+  const float edges[] = {0.25f, 0.5f, 0.75f, 0.7518f, 1, 1.5f, 2, 2.5f, 3, 4, 5, 6, 7, 9, 11, 13, 14.5f, 15};
+  const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-30f, -1e-30f, -13.2f, 88.0f,
+                      -88.0f, 1e-45f, -1e-45f, 3e38f, -3e38f, -NAN};
+  enum { NG = 22 * 4096 };
+  const int64_t ne = 6 * (int64_t)(sizeof edges / sizeof edges[0]), ns = sizeof sp / sizeof sp[0];
+  const int64_t n = NG + ne + ns;
+  float *x = malloc((size_t)n * sizeof *x);
+  assert_non_null(x);
+  for (int64_t i = 0; i < NG; i++) x[i] = -15.0f + (float)i / 4096.0f;
+  float *e = x + NG;
+  for (size_t k = 0; k < sizeof edges / sizeof edges[0]; k++)
+    for (int sg = -1; sg <= 1; sg += 2) {
+      const float v = (float)sg * edges[k];
+      *e++ = nextafterf(v, -INFINITY), *e++ = v, *e++ = nextafterf(v, INFINITY);
+    }
+  memcpy(e, sp, sizeof sp);
+  double worst = 0;
+  for (int t = 1; t <= 2; t++) worst = fmax(worst, gelu_grad_run(x, n, t));
+  for (int64_t m = 1; m <= 33; m++)
+    for (int t = 1; t <= 2; t++)
+      gelu_grad_run(x + NG + ne + ns - m, m, t), gelu_grad_run(x + NG + m, m, t);
+  free(x);
+  print_message("gelu gradient: worst error %.3g of the bound\n", worst);
+  const int64_t ws[] = {35, 10};
+  for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++) {
+    const int64_t w = ws[k], rows = 2600 / w;
+    opf_case c;
+    char spec[48];
+    snprintf(spec, sizeof spec, "x=%lldx%lld", (long long)rows, (long long)w);
+    ts_case_ready(&c, ts_op("bias_gelu"), OPF_F32, spec, 1, 3);
+    float *bx = c.in[0].data, *b = c.in[1].data, *dy = c.gout[0].data;
+    for (int64_t i = 0; i < rows * w; i++) bx[i] = -12.0f + (float)i / (float)(rows * w) * 18.0f;
+    for (int64_t j = 0; j < w; j++) b[j] = (float)(j - w / 2) / 8.0f;
+    for (int64_t i = 0; i < rows * w; i++) dy[i] = 1.5f - (float)(i % 3) / 2.0f;
+    assert_int_equal(c.op->forward(&c), OPF_OK);
+    assert_int_equal(c.op->backward(&c), OPF_OK);
+    gelu_grad_check("bias_gelu", c.gin[0].data, bx, b, dy, rows * w, w);
+    opf_case_release(&c);
+  }
+}
+
 static void test_masked_semantics(void **state) {
   (void)state;
   const double sm[5] = {0.01587624, 0, 0.11731042, 0, 0.8668133};
@@ -332,6 +429,7 @@ int main(void) {
       cmocka_unit_test(test_derived_shapes),
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_gelu_accuracy),
+      cmocka_unit_test(test_gelu_grad_accuracy),
       cmocka_unit_test(test_masked_semantics),
       cmocka_unit_test(test_param_grads_thread_invariant),
       cmocka_unit_test(test_log_sigmoid_accuracy),
