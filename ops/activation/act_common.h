@@ -55,7 +55,8 @@ VM_INLINE float act_gelu_grad_f(float x) {
 VM_INLINE double act_gelu_d(double x) { return x * 0.5 * act_erfcd(-x * M_SQRT1_2); }
 VM_INLINE double act_gelu_grad_d(double x) {
   const double e = vm_exp(-0.5 * x * x);
-  return 0.5 * act_erfcd(-x * M_SQRT1_2) + vm_seld_if(e > 0, x, 0.0) * (0.5 * M_2_SQRTPI * M_SQRT1_2) * e;
+  return 0.5 * act_erfcd(-x * M_SQRT1_2) +
+         vm_seld_if(e > 0, x, 0.0) * (0.5 * M_2_SQRTPI * M_SQRT1_2) * e;
 }
 #define ACT_GELU(x) _Generic((x), float: act_gelu_f, double: act_gelu_d)(x)
 #define ACT_GELU_GRAD(x) _Generic((x), float: act_gelu_grad_f, double: act_gelu_grad_d)(x)
@@ -112,7 +113,8 @@ static const float act_gelu_lt[5][16] = {
 static const float act_gelu_q[6] = {0.000208179146f, 0.00126921665f, 0.0096521955f,
                                     0.0554960221f, 0.240227208f, 0.693147182f};
 #define ACT_GELU_T __attribute__((target("avx512f,avx512dq")))
-/* h = cdf(-a), a = min(|x|, 14.5) (+0 for -0; a NaN x gives a number: callers keep NaN themselves), as described above. */
+/* h = cdf(-a), a = min(|x|, 14.5) (+0 for -0), as described above; a NaN x gives a number:
+ * callers keep NaN themselves. */
 ACT_GELU_T static inline __m512 act_gelu_h16_avx512(__m512 x, const __m512 *lt, __m512 *a_out) {
   const __m512 one = _mm512_set1_ps(1.0f);
   const __m512 a = _mm512_range_ps(x, _mm512_set1_ps(14.5f), 0xA); /* min(|x|, 14.5), +0 */

@@ -18,6 +18,7 @@
 
 #include "linalg/linalg.h"
 #include "nn/conv_core.h" /* nn_gemm, nn_gemm_own, nn_gemm_ws_bytes */
+#include "opf_fold16.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -101,23 +102,8 @@ AVX512 static void gemv_rows(const float *X, int64_t ldx, int64_t r0, int64_t r1
 }
 
 /* ---- GEMV, rows of at most 16 columns (a tall, narrow matrix: 100000 x 10): 16 rows at a
- * time, one masked load and multiply per row, and the 16 products reduced together by a
- * transposing add tree (unpack, shuffle, two 128-bit lane shuffles: 15 adds for 16 sums)
- * instead of a horizontal reduction per row (about 3x the instructions). ---- */
-AVX512 static inline __m512 hsum16(__m512 *p) {
-  __m512 a[8], b[4], c[2];
-  for (int i = 0; i < 8; i++)
-    a[i] = _mm512_add_ps(_mm512_unpacklo_ps(p[2 * i], p[2 * i + 1]),
-                         _mm512_unpackhi_ps(p[2 * i], p[2 * i + 1]));
-  for (int i = 0; i < 4; i++) /* per 128-bit lane: the lane's sums of rows 4i..4i+3 */
-    b[i] = _mm512_add_ps(_mm512_shuffle_ps(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                         _mm512_shuffle_ps(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-  for (int i = 0; i < 2; i++)
-    c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0x88),
-                         _mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0xDD));
-  return _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], 0x88), _mm512_shuffle_f32x4(c[0], c[1], 0xDD));
-}
-
+ * time, one masked load and multiply per row, and the 16 products summed together by
+ * opf_fold16.h's transposing tree instead of a horizontal reduction per row. ---- */
 AVX512 static void gemv_rows_narrow(const float *X, int64_t ldx, int64_t r0, int64_t r1, int64_t n,
                                     const float *v, float alpha, float beta, float *y,
                                     int64_t incy) {
@@ -128,7 +114,7 @@ AVX512 static void gemv_rows_narrow(const float *X, int64_t ldx, int64_t r0, int
     __m512 p[16];
     for (int i = 0; i < 16; i++)
       p[i] = _mm512_mul_ps(_mm512_maskz_loadu_ps(mt, X + (r + (i < m ? i : 0)) * ldx), vv);
-    __m512 s = _mm512_mul_ps(hsum16(p), va);
+    __m512 s = _mm512_mul_ps(opf_fold16(0, p), va);
     if (incy == 1 && beta == 0) {
       _mm512_mask_storeu_ps(y + r, tail_mask(m), s);
       continue;

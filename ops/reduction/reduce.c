@@ -4,6 +4,7 @@
  * lanes, outer axes stream rows into an L1-resident accumulator row, and the work is split into
  * shape-determined tasks so results do not depend on the thread count. A kind is its fold op
  * (reduce.h), its final value and partial combine (reduce_drv.h) and a descriptor here. */
+#include "opf_fold16.h"
 #include "reduction/reduce.h"
 #ifdef OPF_X86
 #include <immintrin.h>
@@ -144,26 +145,20 @@ static red_ws red_ws_layout(const red_plan *p, int kind) {
 
 /* Whole float32 rows of 2..16 elements (the skewed (N, 10) shapes), add and multiply folds,
  * AVX-512: 16 rows per step, each row one masked load (lanes past the row read as the fold's
- * identity), the 16 vectors folded into one vector of 16 row results by four levels of
- * pairwise folds of 256-, 128-bit halves and pairs of lanes (vshuff32x4, vshufps): 46 vector
- * operations per 16 rows, where transposing the block in L1 (red_tr) and folding its columns
- * took about two scalar moves and a vector op per element. A row's terms combine as a
+ * identity), the 16 vectors folded into one vector of the 16 row results (opf_fold16.h: 45
+ * vector operations per 16 rows), where transposing the block in L1 (red_tr) and folding its
+ * columns took about two scalar moves and a vector op per element. A row's terms combine as a
  * pairwise tree in float32 (the column path: sequentially in float32, then double); L2 takes
- * the float32 square root of the float32 sum, mean the sum times (float)(1 / n). The final
- * vector holds row 4k + j in lane 4j + k: one vpermps puts rows in order. A last block of
+ * the float32 square root of the float32 sum, mean the sum times (float)(1 / n). A last block of
  * fewer than 16 rows reads identity vectors past the end and stores with a mask. Returns 0
  * (nothing done) when the CPU, the dtype, the kind or the length do not fit. */
 #ifdef OPF_X86
 #define RED_R16_T __attribute__((target("avx512f,avx512dq")))
-RED_R16_T static inline __m512 red_r16_comb(int mul, __m512 a, __m512 b) {
-  return mul ? _mm512_mul_ps(a, b) : _mm512_add_ps(a, b);
-}
 RED_R16_T static void red_rows16_f32(const float *restrict x, int64_t nrows, int64_t n, int kind,
                                      float scale, float *restrict y) {
   const int op = red_code(kind), mul = opf_fold_mul(op);
   const __m512 id = _mm512_set1_ps(mul ? 1.0f : 0.0f);
   const __mmask16 lm = (__mmask16)((1u << n) - 1);
-  const __m512i order = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
   for (int64_t r0 = 0; r0 < nrows; r0 += 16) {
     const int64_t nr = nrows - r0 < 16 ? nrows - r0 : 16;
     __m512 v[16];
@@ -175,18 +170,7 @@ RED_R16_T static void red_rows16_f32(const float *restrict x, int64_t nrows, int
         t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q), id);
       v[i] = t;
     }
-    for (int p = 0; p < 8; p++) /* rows 2p, 2p + 1: 8 partials each */
-      v[p] = red_r16_comb(mul, _mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0x44),
-                          _mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0xEE));
-    for (int p = 0; p < 4; p++) /* quarter j: row 4p + j, 4 partials */
-      v[p] = red_r16_comb(mul, _mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0x88),
-                          _mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0xDD));
-    for (int p = 0; p < 2; p++) /* quarter j: rows 8p + j, 8p + 4 + j, 2 partials each */
-      v[p] = red_r16_comb(mul, _mm512_shuffle_ps(v[2 * p], v[2 * p + 1], 0x44),
-                          _mm512_shuffle_ps(v[2 * p], v[2 * p + 1], 0xEE));
-    __m512 res = red_r16_comb(mul, _mm512_shuffle_ps(v[0], v[1], 0x88),
-                              _mm512_shuffle_ps(v[0], v[1], 0xDD));
-    res = _mm512_permutexvar_ps(order, res);
+    __m512 res = opf_fold16(mul, v);
     if (kind == RED_L2) res = _mm512_sqrt_ps(res);
     else if (kind == RED_MEAN) res = _mm512_mul_ps(res, _mm512_set1_ps(scale));
     _mm512_mask_storeu_ps(y + r0, (__mmask16)((1u << nr) - 1), res);

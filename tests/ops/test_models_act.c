@@ -273,7 +273,8 @@ static double gelu_grad_run(const float *x, int64_t n, int threads) {
 
 static void test_gelu_grad_accuracy(void **state) {
   (void)state;
-  const float edges[] = {0.25f, 0.5f, 0.75f, 0.7518f, 1, 1.5f, 2, 2.5f, 3, 4, 5, 6, 7, 9, 11, 13, 14.5f, 15};
+  const float edges[] = {0.25f, 0.5f, 0.75f, 0.7518f, 1, 1.5f, 2, 2.5f, 3,
+                         4,     5,    6,     7,       9, 11,   13, 14.5f, 15};
   const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-30f, -1e-30f, -13.2f, 88.0f,
                       -88.0f, 1e-45f, -1e-45f, 3e38f, -3e38f, -NAN};
   enum { NG = 22 * 4096 };
