@@ -92,24 +92,6 @@ static inline void lin_gemm_own(int blas, opf_dtype dt, int ta, int tb, int64_t 
   lin_gemm_ab(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-/* lin_gemv by the own kernels (float32, AVX-512; lin_sgemm.c's row GEMV) unless blas: y (rows,
- * or cols when trans) = alpha op(A) x + beta y. Only y = A x with at least 64 rows of 2+
- * columns: there the own kernel won (1 thread: 100000 x 10 85 vs 163 us, 1024 x 1024 40 vs 43,
- * 4096 x 64 8.5 vs 10.4), while OpenBLAS stayed faster on A^T x (1024 x 1024: 76 vs 98 us;
- * 100000 x 10 at 2 threads: 0.33 vs 7.8 ms, a column split of 10 columns) and on a single row
- * or column (90 ns vs 1.7 us). */
-static inline void lin_gemv(opf_dtype dt, int trans, int64_t rows, int64_t cols, double alpha,
-                            const void *A, int64_t lda, const void *x, int64_t incx, double beta,
-                            void *y, int64_t incy);
-static inline void lin_gemv_own(int blas, opf_dtype dt, int trans, int64_t rows, int64_t cols,
-                                double alpha, const void *A, int64_t lda, const void *x,
-                                int64_t incx, double beta, void *y, int64_t incy) {
-  if (!blas && dt == OPF_F32 && !trans && rows >= 64 && cols >= 2 &&
-      lin_own_sgemm(0, 0, rows, 1, cols, (float)alpha, A, lda, x, incx, (float)beta, y, incy))
-    return;
-  lin_gemv(dt, trans, rows, cols, alpha, A, lda, x, incx, beta, y, incy);
-}
-
 /* C = op(A) op(B) + beta C (alpha 1). */
 static inline void lin_gemm(opf_dtype dt, int ta, int tb, int64_t M, int64_t N, int64_t K,
                             const void *A, int64_t lda, const void *B, int64_t ldb, double beta,
@@ -192,6 +174,21 @@ static inline void lin_gemv(opf_dtype dt, int trans, int64_t rows, int64_t cols,
   else
     cblas_dgemv(CblasRowMajor, t, (int)rows, (int)cols, alpha, A, (int)lda, x, (int)incx, beta,
                 y, (int)incy);
+}
+
+/* lin_gemv by the own kernels (float32, AVX-512; lin_sgemm.c's row GEMV) unless blas: y (rows,
+ * or cols when trans) = alpha op(A) x + beta y. Only y = A x with at least 64 rows of 2+
+ * columns: there the own kernel won (1 thread: 100000 x 10 85 vs 163 us, 1024 x 1024 40 vs 43,
+ * 4096 x 64 8.5 vs 10.4), while OpenBLAS stayed faster on A^T x (1024 x 1024: 76 vs 98 us;
+ * 100000 x 10 at 2 threads: 0.33 vs 7.8 ms, a column split of 10 columns) and on a single row
+ * or column (90 ns vs 1.7 us). */
+static inline void lin_gemv_own(int blas, opf_dtype dt, int trans, int64_t rows, int64_t cols,
+                                double alpha, const void *A, int64_t lda, const void *x,
+                                int64_t incx, double beta, void *y, int64_t incy) {
+  if (!blas && dt == OPF_F32 && !trans && rows >= 64 && cols >= 2 &&
+      lin_own_sgemm(0, 0, rows, 1, cols, (float)alpha, A, lda, x, incx, (float)beta, y, incy))
+    return;
+  lin_gemv(dt, trans, rows, cols, alpha, A, lda, x, incx, beta, y, incy);
 }
 
 /* The triangular product (solve 0) or solve (solve 1) B := alpha op(A) B, or B op(A) when
