@@ -41,6 +41,11 @@
                                        const T *restrict x, int64_t incx, const T *restrict y, \
                                        T *restrict dst) {                                      \
     const int64_t w = c1 - c0;                                                                 \
+    if (w == 1) { /* one column (a (M, 1) outer): down the rows, vectorised */                 \
+      const T yc = y[c0];                                                                      \
+      for (int64_t i = r0; i < r1; i++) dst[i - r0] = alpha * x[i * incx] * yc;                \
+      return;                                                                                  \
+    }                                                                                          \
     for (int64_t i = r0; i < r1; i++) {                                                        \
       const T s = alpha * x[i * incx];                                                         \
       T *restrict o = dst + (i - r0) * w;                                                      \

@@ -90,7 +90,43 @@ typedef struct {
   char *dst;
   int avx512;
   int nt; /* streaming stores, no copies from the output (see bc_streams) */
+  int rep; /* short replicated rows from registers (bc_rep_ok): lanes of the pattern below */
+  int32_t rep_ix[64]; /* element j of a row written r times: the row's element j % L */
 } bc_fctx;
+
+/* Short rows replicated (the last two axes (r, stride 0)(L, stride 1), L elements within one
+ * vector, r L within four: tile (10000, 10) by (1, 4)): each row is one load, its copies
+ * vpermd/vpermq of it with a fixed pattern, one store a vector; the general path (the row
+ * moved, then copied over itself doubling) made three calls of 40-80 bytes a row: 124 us
+ * for that tile against NumPy's 73. */
+#define BC_REP_MAX 64 /* bytes: L es <= 64, r L es <= 4 * 64 */
+static int bc_rep_ok(const bc_view *v) {
+  const int l = v->nd - 1;
+  return shp_have_avx512() && !v->expand && l >= 1 && v->leaf == l && v->s[l] == 1 &&
+         !v->s[l - 1] && (v->es == 4 || v->es == 8) && v->D[l] * (int64_t)v->es <= BC_REP_MAX &&
+         v->D[l] * v->D[l - 1] * (int64_t)v->es <= 4 * BC_REP_MAX;
+}
+#ifdef OPF_X86
+/* n copies of the L-element row in at out (n L elements). */
+__attribute__((target("avx512f"))) static void bc_rep_rows(const bc_fctx *x, const char *in,
+                                                           char *out, int64_t L, int64_t n) {
+  const size_t es = x->v->es;
+  const int64_t tot = n * L * (int64_t)es; /* bytes */
+  const __m512i row =
+      _mm512_maskz_loadu_epi32((__mmask16)((1u << (L * (int64_t)es / 4)) - 1), in);
+  for (int64_t b = 0, k = 0; b < tot; b += 64, k++) {
+    const __m512i ix = _mm512_loadu_si512(x->rep_ix + 16 * k);
+    const __m512i y =
+        es == 4 ? _mm512_permutexvar_epi32(ix, row) : _mm512_permutexvar_epi64(ix, row);
+    if (tot - b >= 64) _mm512_storeu_si512(out + b, y);
+    else _mm512_mask_storeu_epi32(out + b, (__mmask16)((1u << ((tot - b) / 4)) - 1), y);
+  }
+}
+#else
+static void bc_rep_rows(const bc_fctx *x, const char *in, char *out, int64_t L, int64_t n) {
+  (void)x, (void)in, (void)out, (void)L, (void)n; /* bc_rep_ok is 0 here */
+}
+#endif
 
 /* Write indices [i0, i1) of axis k (the leaf: its elements) and everything below. A
  * replicated axis writes its first slice and copies it over the others, doubling (the slice
@@ -131,6 +167,11 @@ static inline void bc_dup(const bc_fctx *x, char *first, int64_t n, int64_t slic
 static inline void bc_above_fwd(const bc_fctx *x, int k, int64_t so, int64_t oo, int64_t i0,
                                 int64_t i1) {
   const bc_view *v = x->v;
+  if (x->rep && !x->nt) {
+    const int64_t es = (int64_t)v->es;
+    bc_rep_rows(x, x->src + so * es, x->dst + (oo + i0 * v->os[k]) * es, v->D[v->leaf], i1 - i0);
+    return;
+  }
   if (!v->s[k] && !x->nt) {
     bc_leaf_fwd(x, so, oo + i0 * v->os[k], 0, v->D[v->leaf]);
     bc_dup(x, x->dst + (oo + i0 * v->os[k]) * (int64_t)v->es, i1 - i0, v->os[k]);
@@ -205,7 +246,17 @@ static int bc_streams(const bc_view *v, int64_t x_n) {
 }
 
 static void bc_forward(const bc_view *v, const void *src, void *dst, int64_t x_n) {
-  bc_fctx x = {v, src, dst, shp_have_avx512(), bc_streams(v, x_n)};
+  bc_fctx x = {v, src, dst, shp_have_avx512(), bc_streams(v, x_n), bc_rep_ok(v), {0}};
+  if (x.rep) { /* in lanes of the permute: 32-bit or 64-bit elements */
+    const int64_t L = v->D[v->nd - 1];
+    int64_t q[32];
+    if (v->es == 4)
+      for (int j = 0; j < 64; j++) x.rep_ix[j] = (int32_t)(j % L);
+    else { /* vpermq: 64-bit indices, qword j of the output row reads qword j % L */
+      for (int j = 0; j < 32; j++) q[j] = j % L;
+      memcpy(x.rep_ix, q, sizeof q);
+    }
+  }
   int64_t units = v->npieces;
   for (int k = 0; k < v->p; k++) units *= v->D[k];
   if (units && bc_numel(v))

@@ -686,6 +686,19 @@ VS_T int srt_vcols_unkeys32(const uint32_t *k, int64_t lp, int64_t n, int w, uin
  * masked store), no buffer and no call per line; successive lines are independent, so their
  * networks overlap in the pipeline. Returns bit r set when line r (< 64) has a zero's key. */
 VS_T uint64_t srt_vrows32(const uint32_t *x, uint32_t *y, int64_t rows, int n, uint32_t f, int fl) {
+  if (n == 1) { /* lines of one: each its own value (a NaN as 0x7fffffff, as every sort gives
+                 * it back; a zero keeps its sign), 16 lines a vector: 10000x1 took 8.5 ns a
+                 * line through the network */
+    const __m512i ABS = _mm512_set1_epi32(0x7fffffff), INF = _mm512_set1_epi32(0x7f800000);
+    for (int64_t r = 0; r < rows; r += 16) {
+      const __mmask16 t = (__mmask16)w32_lanes(rows - r < 16 ? (int)(rows - r) : 16);
+      __m512i v = _mm512_maskz_loadu_epi32(t, x + r);
+      if (fl) v = _mm512_mask_mov_epi32(v, _mm512_cmpgt_epu32_mask(_mm512_and_si512(v, ABS), INF), ABS);
+      if (t == (__mmask16)0xFFFF) _mm512_storeu_si512(y + r, v);
+      else _mm512_mask_storeu_epi32(y + r, t, v);
+    }
+    return 0;
+  }
   const __mmask16 m = (__mmask16)w32_lanes(n);
   const __m512i F = _mm512_set1_epi32((int)f), PAD = _mm512_set1_epi32(-1);
   uint64_t zr = 0;

@@ -270,6 +270,13 @@ static void test_kernel_paths(void **state) {
       {"tile", "x=3x5x7 reps=2,300,2"},
       {"tile", "x=20000 reps=3"},
       {"tile", "x=8x16x14x14 reps=1,1,2,2"},
+      /* short rows replicated from registers (bc_rep_rows): a masked last vector, whole
+       * vectors only (16 x 4 float32, 8 x 4 float64), a replicated axis above, 64-bit rows */
+      {"tile", "x=10000x10 reps=1,4"},
+      {"tile", "x=3001x3 reps=1,5"},
+      {"tile", "x=777x16 reps=2,4"},
+      {"tile", "x=501x8 reps=1,4"},
+      {"tile", "x=4x9x6 reps=3,1,2"},
       /* x + y = 31.5 MB: above 7/8 of the LLC, streamed (bc_streams) */
       {"tile", "x=32x3x128x128 reps=1,1,2,2"},
       {"repeat", "x=301x517 repeats=3 axis=1"},
@@ -319,6 +326,13 @@ static void test_integer_words(void **state) {
   static const char *const cases[][2] = {
       {"pad", "x=8x16x30x30 pad_width=1,1,1,1 value=-7"},
       {"tile", "x=8x16x14x14 reps=1,1,2,2"},
+      /* short rows replicated from registers (bc_rep_rows): a masked last vector, whole
+       * vectors only (16 x 4 float32, 8 x 4 float64), a replicated axis above, 64-bit rows */
+      {"tile", "x=10000x10 reps=1,4"},
+      {"tile", "x=3001x3 reps=1,5"},
+      {"tile", "x=777x16 reps=2,4"},
+      {"tile", "x=501x8 reps=1,4"},
+      {"tile", "x=4x9x6 reps=3,1,2"},
       /* x + y = 31.5 MB: above 7/8 of the LLC, streamed (bc_streams) */
       {"tile", "x=32x3x128x128 reps=1,1,2,2"},
       {"repeat", "x=301x517 repeats=3 axis=1"},
