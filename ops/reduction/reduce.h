@@ -145,6 +145,12 @@ static inline void opf_red_fill_near_one(opf_case *c, int i) {
   }
 }
 
+/* The first extreme (min != 0: minimum, else maximum) of a float32 row of n >= 64 elements
+ * by AVX-512 (reduce.c): its value in *best and its index in *at. Returns 0, doing nothing,
+ * without AVX-512, for rows of 2^31 elements or more and for rows that hold a NaN (the lane
+ * kernel below decides those, as before). */
+int opf_red_arg_f32_fast(int min, const float *x, int64_t n, float *best, int64_t *at);
+
 /* ---- per-dtype lane kernels (reduce_lanes.h is a template included once per dtype) ----
  * RT element, RL lane type of sums (unsigned for integers: wrap-around is defined behaviour
  * and gives the exact sum modulo 2^bits), RA accumulator of sums,

@@ -148,6 +148,12 @@ OPF_RED_INLINE int64_t RFN(opf_red_find)(const RT *restrict x, int64_t n, RT v) 
  * position. */
 OPF_RED_INLINE int64_t RFN(opf_red_arg_row)(const int op, const RT *restrict x, int64_t n,
                                             RT *best) {
+#if RF32
+  int64_t at;
+  if (n >= 64 && (op == OPF_FOLD_MAX || op == OPF_FOLD_MIN) &&
+      opf_red_arg_f32_fast(op == OPF_FOLD_MIN, x, n, best, &at))
+    return at;
+#endif
   RT bv = x[0];
   int64_t bi = 0;
   for (int64_t c0 = 0; c0 < n; c0 += OPF_RED_ACH) {

@@ -226,6 +226,50 @@ static void test_ties_first_occurrence(void **state) {
   check_first_max("x=5x6x4 axis=1", 6, 4, 5);           /* fewer rows than a wide row */
 }
 
+/* argmax and argmin of float32 rows of 64 elements and more (the AVX-512 one-pass kernel:
+ * four accumulators of 16 lanes, a masked tail of 1..63) against a plain first-occurrence
+ * scan: values drawn from five levels so every row has ties spread over lanes and
+ * accumulators, lengths around each boundary, a row of zeros of both signs (index 0), a row
+ * of -inf (argmax 0) and +inf (argmin 0), the extreme in the last element only. */
+static void test_arg_rows_f32(void **state) {
+  (void)state;
+  const int64_t ns[] = {64, 65, 79, 80, 127, 128, 129, 191, 192, 200, 1061};
+  const int64_t rows = 9;
+  for (size_t q = 0; q < sizeof ns / sizeof ns[0]; q++) {
+    const int64_t n = ns[q];
+    double *v = test_malloc((size_t)(rows * n) * sizeof(double));
+    uint64_t st = 0x9e3779b97f4a7c15ull * (uint64_t)(q + 1);
+    for (int64_t k = 0; k < rows * n; k++) {
+      st = st * 6364136223846793005ull + 1442695040888963407ull;
+      v[k] = (double)((st >> 33) % 5) - 2;
+    }
+    for (int64_t k = 0; k < n; k++) { /* rows 0..3: the special rows */
+      v[k] = (k % 3) ? 0.0 : -0.0;
+      v[n + k] = -INFINITY;
+      v[2 * n + k] = INFINITY;
+      v[3 * n + k] = k == n - 1 ? 7 : 1;
+    }
+    char spec[48];
+    snprintf(spec, sizeof spec, "x=%lldx%lld axis=1", (long long)rows, (long long)n);
+    for (int mn = 0; mn < 2; mn++) {
+      opf_case c;
+      case_with(&c, mn ? "argmin" : "argmax", OPF_F32, spec, v, 0);
+      assert_int_equal(c.op->forward(&c), OPF_OK);
+      for (int64_t r = 0; r < rows; r++) {
+        int64_t want = 0;
+        for (int64_t k = 1; k < n; k++)
+          if (mn ? v[r * n + k] < v[r * n + want] : v[r * n + k] > v[r * n + want]) want = k;
+        const int64_t got = ((int64_t *)c.out[0].data)[r];
+        if (got != want)
+          fail_msg("%s [%s]: row %lld: %lld, want %lld", mn ? "argmin" : "argmax", spec,
+                   (long long)r, (long long)got, (long long)want);
+      }
+      opf_case_release(&c);
+    }
+    test_free(v);
+  }
+}
+
 /* The empty input is not even allocated: the kernels must not read it. */
 static void run_empty(const char *op, opf_dtype dt, opf_case *c) {
   opf_err e;
@@ -323,6 +367,7 @@ int main(void) {
       cmocka_unit_test(test_golden_models),     cmocka_unit_test(test_bad_specs),
       cmocka_unit_test(test_sce_bad_label),     cmocka_unit_test(test_output_shapes),
       cmocka_unit_test(test_integer_sum_wraps), cmocka_unit_test(test_ties_first_occurrence),
+      cmocka_unit_test(test_arg_rows_f32),
       cmocka_unit_test(test_empty_axis),        cmocka_unit_test(test_thread_independent),
       cmocka_unit_test(test_float32_backward),
   };
