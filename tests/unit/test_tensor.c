@@ -83,6 +83,57 @@ static void test_allocator(void **state) {
   assert_int_equal(s.peak_live_bytes, s.live_bytes);
 }
 
+/* Large blocks (4 MiB and more) start on a 2 MiB boundary, and one freed large block is kept
+ * for the next large allocation it can hold (src/alloc.c; not under AddressSanitizer): the
+ * reuse keeps the alignment and the byte accounting, a bigger request gets a new block, a
+ * block over 64 MiB is not kept. */
+static void test_allocator_large_reuse(void **state) {
+  (void)state;
+  const size_t mib = (size_t)1 << 20;
+  opf_alloc_stats s;
+  opf_alloc_stats_reset();
+  opf_alloc_stats_get(&s);
+  const uint64_t live0 = s.live_bytes;
+  unsigned char *a = opf_alloc(6 * mib);
+  assert_non_null(a);
+  assert_int_equal((uintptr_t)a % (2 * mib), 0);
+  memset(a, 1, 6 * mib);
+  opf_free(a);
+  unsigned char *b = opf_alloc(5 * mib); /* fits the kept block */
+  assert_non_null(b);
+  assert_int_equal((uintptr_t)b % (2 * mib), 0);
+#if !defined(__SANITIZE_ADDRESS__)
+  assert_ptr_equal(a, b);
+  assert_true(b[0] == 1 && b[5 * mib - 1] == 1); /* the same pages, not a fresh zeroed map */
+#endif
+  memset(b, 2, 5 * mib);
+  unsigned char *c = opf_alloc(9 * mib); /* the kept block is in use: a new one */
+  assert_non_null(c);
+  assert_true(c != b);
+  memset(c, 3, 9 * mib);
+  opf_alloc_stats_get(&s);
+  assert_int_equal(s.live_bytes - live0, 14 * mib);
+  assert_int_equal(s.bytes_allocated, 20 * mib);
+  opf_free(b);
+  opf_free(c);
+  unsigned char *d = opf_alloc(9 * mib); /* c (9 MiB) was kept last, b went back */
+  assert_non_null(d);
+#if !defined(__SANITIZE_ADDRESS__)
+  assert_ptr_equal(d, c);
+  assert_true(d[0] == 3 && d[9 * mib - 1] == 3);
+#endif
+  memset(d, 4, 9 * mib);
+  opf_free(d);
+  unsigned char *e = opf_alloc(80 * mib); /* over 64 MiB: freed for real, not kept */
+  assert_non_null(e);
+  e[0] = 5, e[80 * mib - 1] = 5;
+  opf_free(e);
+  opf_alloc_stats_get(&s);
+  assert_int_equal(s.live_bytes, live0);
+  assert_int_equal(s.n_frees, 5);
+  opf_alloc_stats_reset();
+}
+
 static void fill_with_threads(opf_tensor *t, int threads, uint64_t seed) {
   omp_set_num_threads(threads);
   opf_fill_uniform(t, seed, 3, -1, 1);
@@ -176,6 +227,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dtypes), cmocka_unit_test(test_shape_parse),
       cmocka_unit_test(test_overflow), cmocka_unit_test(test_allocator),
+      cmocka_unit_test(test_allocator_large_reuse),
       cmocka_unit_test(test_rng_reproducible), cmocka_unit_test(test_fill_matches_definition)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
