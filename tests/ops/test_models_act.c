@@ -161,60 +161,28 @@ static void gelu_check(const char *op, const float *y, const float *x, const flo
   }
 }
 
-static void gelu_run(const float *x, int64_t n, int threads) {
-  opf_case c;
-  char spec[32];
-  snprintf(spec, sizeof spec, "x=%lld", (long long)n);
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(threads);
-  ts_case_ready(&c, ts_op("gelu"), OPF_F32, spec, 0, 3);
-  memcpy(c.in[0].data, x, (size_t)n * sizeof *x);
-  assert_int_equal(c.op->forward(&c), OPF_OK);
-  gelu_check("gelu", c.out[0].data, x, NULL, n, 1);
-  for (int64_t i = 0; i < n; i++)
-    if (x[i] == 0 && signbit(x[i]))
-      assert_true(signbit(((float *)c.out[0].data)[i]) && ((float *)c.out[0].data)[i] == 0);
-  opf_case_release(&c);
-  omp_set_num_threads(saved);
-}
-
-static void test_gelu_accuracy(void **state) {
-  (void)state;
-  const float edges[] = {0.25f, 0.5f, 0.75f, 1, 1.5f, 2, 2.5f, 3, 4, 5, 6, 7, 9, 11, 13, 14.5f, 15};
-  const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-30f, -1e-30f, -13.2f, 88.0f,
-                      -88.0f, 1e-45f, -1e-45f, 3e38f, -3e38f, -NAN};
-  enum { NG = 22 * 65536 };
+/* The GELU inputs: x from -15 to 7 in steps of 1/per, then every edge of the AVX-512
+ * kernel's 16 intervals of |x| and its clamp at 14.5 (and 0.7518, near the gradient's zero)
+ * with their float neighbours on both sides, then the specials; *n elements, the first *ng
+ * the grid. Caller frees. */
+static float *gelu_inputs(int64_t per, int64_t *n, int64_t *ng) {
+  static const float edges[] = {0.25f, 0.5f, 0.75f, 0.7518f, 1, 1.5f, 2, 2.5f, 3,
+                                4,     5,    6,     7,       9, 11,   13, 14.5f, 15};
+  static const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-30f, -1e-30f, -13.2f,
+                             88.0f, -88.0f, 1e-45f, -1e-45f, 3e38f, -3e38f, -NAN};
   const int64_t ne = 6 * (int64_t)(sizeof edges / sizeof edges[0]), ns = sizeof sp / sizeof sp[0];
-  const int64_t n = NG + ne + ns;
-  float *x = malloc((size_t)n * sizeof *x);
+  *ng = 22 * per, *n = *ng + ne + ns;
+  float *x = malloc((size_t)*n * sizeof *x);
   assert_non_null(x);
-  for (int64_t i = 0; i < NG; i++) x[i] = -15.0f + (float)i / 65536.0f;
-  float *e = x + NG;
+  for (int64_t i = 0; i < *ng; i++) x[i] = -15.0f + (float)i / (float)per;
+  float *e = x + *ng;
   for (size_t k = 0; k < sizeof edges / sizeof edges[0]; k++)
     for (int sg = -1; sg <= 1; sg += 2) {
       const float v = (float)sg * edges[k];
       *e++ = nextafterf(v, -INFINITY), *e++ = v, *e++ = nextafterf(v, INFINITY);
     }
   memcpy(e, sp, sizeof sp);
-  for (int t = 1; t <= 2; t++) gelu_run(x, n, t);
-  /* short lengths: the specials and edges first, so every path sees them */
-  for (int64_t m = 1; m <= 33; m++)
-    for (int t = 1; t <= 2; t++) gelu_run(x + NG + ne + ns - m, m, t), gelu_run(x + NG + m, m, t);
-  free(x);
-  const int64_t ws[] = {35, 10};
-  for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++) {
-    const int64_t w = ws[k], rows = 2600 / w;
-    opf_case c;
-    char spec[48];
-    snprintf(spec, sizeof spec, "x=%lldx%lld", (long long)rows, (long long)w);
-    ts_case_ready(&c, ts_op("bias_gelu"), OPF_F32, spec, 0, 3);
-    float *bx = c.in[0].data, *b = c.in[1].data;
-    for (int64_t i = 0; i < rows * w; i++) bx[i] = -12.0f + (float)i / (float)(rows * w) * 18.0f;
-    for (int64_t j = 0; j < w; j++) b[j] = (float)(j - w / 2) / 8.0f;
-    assert_int_equal(c.op->forward(&c), OPF_OK);
-    gelu_check("bias_gelu", c.out[0].data, bx, b, rows * w, w);
-    opf_case_release(&c);
-  }
+  return x;
 }
 
 /* GELU float32 gradient (gelu's backward, the AVX-512 kernel where the CPU has it, and
@@ -253,66 +221,78 @@ static double gelu_grad_check(const char *op, const float *dx, const float *x, c
   return worst;
 }
 
-static double gelu_grad_run(const float *x, int64_t n, int threads) {
+/* gelu over x (n elements) at a thread count: the forward against gelu_check (and -0 kept),
+ * or (grad) the backward against gelu_grad_check, whose worst ratio it returns. */
+static double gelu_run(const float *x, int64_t n, int threads, int grad) {
   opf_case c;
   char spec[32];
   snprintf(spec, sizeof spec, "x=%lld", (long long)n);
   const int saved = omp_get_max_threads();
   omp_set_num_threads(threads);
-  ts_case_ready(&c, ts_op("gelu"), OPF_F32, spec, 1, 3);
+  ts_case_ready(&c, ts_op("gelu"), OPF_F32, spec, grad, 3);
   memcpy(c.in[0].data, x, (size_t)n * sizeof *x);
-  float *dy = c.gout[0].data;
-  for (int64_t i = 0; i < n; i++) dy[i] = 0.75f + (float)(i % 5) / 4.0f;
+  double worst = 0;
   assert_int_equal(c.op->forward(&c), OPF_OK);
-  assert_int_equal(c.op->backward(&c), OPF_OK);
-  const double worst = gelu_grad_check("gelu", c.gin[0].data, x, NULL, dy, n, 1);
+  if (grad) {
+    float *dy = c.gout[0].data;
+    for (int64_t i = 0; i < n; i++) dy[i] = 0.75f + (float)(i % 5) / 4.0f;
+    assert_int_equal(c.op->backward(&c), OPF_OK);
+    worst = gelu_grad_check("gelu", c.gin[0].data, x, NULL, dy, n, 1);
+  } else {
+    gelu_check("gelu", c.out[0].data, x, NULL, n, 1);
+    for (int64_t i = 0; i < n; i++)
+      if (x[i] == 0 && signbit(x[i]))
+        assert_true(signbit(((float *)c.out[0].data)[i]) && ((float *)c.out[0].data)[i] == 0);
+  }
   opf_case_release(&c);
   omp_set_num_threads(saved);
   return worst;
 }
 
-static void test_gelu_grad_accuracy(void **state) {
-  (void)state;
-  const float edges[] = {0.25f, 0.5f, 0.75f, 0.7518f, 1, 1.5f, 2, 2.5f, 3,
-                         4,     5,    6,     7,       9, 11,   13, 14.5f, 15};
-  const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-30f, -1e-30f, -13.2f, 88.0f,
-                      -88.0f, 1e-45f, -1e-45f, 3e38f, -3e38f, -NAN};
-  enum { NG = 22 * 4096 };
-  const int64_t ne = 6 * (int64_t)(sizeof edges / sizeof edges[0]), ns = sizeof sp / sizeof sp[0];
-  const int64_t n = NG + ne + ns;
-  float *x = malloc((size_t)n * sizeof *x);
-  assert_non_null(x);
-  for (int64_t i = 0; i < NG; i++) x[i] = -15.0f + (float)i / 4096.0f;
-  float *e = x + NG;
-  for (size_t k = 0; k < sizeof edges / sizeof edges[0]; k++)
-    for (int sg = -1; sg <= 1; sg += 2) {
-      const float v = (float)sg * edges[k];
-      *e++ = nextafterf(v, -INFINITY), *e++ = v, *e++ = nextafterf(v, INFINITY);
-    }
-  memcpy(e, sp, sizeof sp);
+/* gelu over the inputs at 1 and 2 threads, lengths 1..33 (the two-vector step, the single
+ * and the masked vector), then bias_gelu with a bias that shifts each column, rows of 35 and
+ * of 10: forward (grad 0) or backward (grad 1). */
+static void gelu_accuracy(int grad) {
+  int64_t n, ng;
+  float *x = gelu_inputs(grad ? 4096 : 65536, &n, &ng);
   double worst = 0;
-  for (int t = 1; t <= 2; t++) worst = fmax(worst, gelu_grad_run(x, n, t));
+  for (int t = 1; t <= 2; t++) worst = fmax(worst, gelu_run(x, n, t, grad));
+  /* short lengths: the specials and edges first, so every path sees them */
   for (int64_t m = 1; m <= 33; m++)
-    for (int t = 1; t <= 2; t++)
-      gelu_grad_run(x + NG + ne + ns - m, m, t), gelu_grad_run(x + NG + m, m, t);
+    for (int t = 1; t <= 2; t++) gelu_run(x + n - m, m, t, grad), gelu_run(x + ng + m, m, t, grad);
   free(x);
-  print_message("gelu gradient: worst error %.3g of the bound\n", worst);
+  if (grad) print_message("gelu gradient: worst error %.3g of the bound\n", worst);
   const int64_t ws[] = {35, 10};
   for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++) {
     const int64_t w = ws[k], rows = 2600 / w;
     opf_case c;
     char spec[48];
     snprintf(spec, sizeof spec, "x=%lldx%lld", (long long)rows, (long long)w);
-    ts_case_ready(&c, ts_op("bias_gelu"), OPF_F32, spec, 1, 3);
-    float *bx = c.in[0].data, *b = c.in[1].data, *dy = c.gout[0].data;
+    ts_case_ready(&c, ts_op("bias_gelu"), OPF_F32, spec, grad, 3);
+    float *bx = c.in[0].data, *b = c.in[1].data;
     for (int64_t i = 0; i < rows * w; i++) bx[i] = -12.0f + (float)i / (float)(rows * w) * 18.0f;
     for (int64_t j = 0; j < w; j++) b[j] = (float)(j - w / 2) / 8.0f;
-    for (int64_t i = 0; i < rows * w; i++) dy[i] = 1.5f - (float)(i % 3) / 2.0f;
     assert_int_equal(c.op->forward(&c), OPF_OK);
-    assert_int_equal(c.op->backward(&c), OPF_OK);
-    gelu_grad_check("bias_gelu", c.gin[0].data, bx, b, dy, rows * w, w);
+    if (grad) {
+      float *dy = c.gout[0].data;
+      for (int64_t i = 0; i < rows * w; i++) dy[i] = 1.5f - (float)(i % 3) / 2.0f;
+      assert_int_equal(c.op->backward(&c), OPF_OK);
+      gelu_grad_check("bias_gelu", c.gin[0].data, bx, b, dy, rows * w, w);
+    } else {
+      gelu_check("bias_gelu", c.out[0].data, bx, b, rows * w, w);
+    }
     opf_case_release(&c);
   }
+}
+
+static void test_gelu_accuracy(void **state) {
+  (void)state;
+  gelu_accuracy(0);
+}
+
+static void test_gelu_grad_accuracy(void **state) {
+  (void)state;
+  gelu_accuracy(1);
 }
 
 static void test_masked_semantics(void **state) {
