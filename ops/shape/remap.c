@@ -276,6 +276,82 @@ static void rm_rows(int64_t lo, int64_t hi, void *p) {
   if (x->nt) shp_sfence();
 }
 
+/* ---- tiny rows of 32-bit elements many at a time: a (10000, 10) flip ----
+ * Rows of m <= 16 elements, every output element from its own row (flip, roll; no pad), the
+ * rows contiguous on both sides: the row permutation repeats every P = lcm(m, 16) elements,
+ * so output vector k of each period is one vpermt2ps of two unaligned source vectors at a
+ * fixed offset (when its sources span under 32 elements, as m = 10 gives). 3 instructions
+ * per 16 elements where the gather table takes ~3 per element: (10000, 10) flipped on
+ * axis 1, 1 thread: 40 us, torch 25. */
+#define RM_VMAX 16
+typedef struct {
+  int nv;                       /* vectors per period */
+  int64_t P;                    /* elements per period */
+  int32_t off[RM_VMAX];         /* vector k's first source, from the period's start */
+  int32_t ix[RM_VMAX][16];      /* its lanes' sources within off[k] .. off[k] + 31 */
+} rm_vtab;
+typedef struct {
+  const rm_vtab *t;
+  const float *src;
+  float *dst;
+} rm_vctx;
+
+static int rm_vtab_make(rm_vtab *t, const int32_t *tab, int64_t m) {
+  int64_t g = 16, r = m;
+  while (r) { const int64_t q = g % r; g = r, r = q; } /* gcd(16, m) */
+  t->P = m / g * 16, t->nv = (int)(t->P / 16);
+  if (t->nv > RM_VMAX) return 0;
+  for (int k = 0; k < t->nv; k++) {
+    int64_t src[16], lo = INT64_MAX, hi = -1;
+    for (int j = 0; j < 16; j++) {
+      const int64_t p = 16 * k + j;
+      src[j] = p / m * m + tab[p % m];
+      lo = src[j] < lo ? src[j] : lo, hi = src[j] > hi ? src[j] : hi;
+    }
+    if (hi - lo >= 32) return 0;
+    t->off[k] = (int32_t)lo;
+    for (int j = 0; j < 16; j++) t->ix[k][j] = (int32_t)(src[j] - lo);
+  }
+  return 1;
+}
+#ifdef OPF_X86
+__attribute__((target("avx512f"))) static void rm_vperiods(int64_t lo, int64_t hi, void *p) {
+  const rm_vctx *c = p;
+  const rm_vtab *t = c->t;
+  for (int64_t q = lo; q < hi; q++) {
+    const float *s = c->src + q * t->P;
+    float *d = c->dst + q * t->P;
+    for (int k = 0; k < t->nv; k++) {
+      const __m512 a = _mm512_loadu_ps(s + t->off[k]), b = _mm512_loadu_ps(s + t->off[k] + 16);
+      _mm512_storeu_ps(d + 16 * k,
+                       _mm512_permutex2var_ps(a, _mm512_loadu_si512(t->ix[k]), b));
+    }
+  }
+}
+#else
+static void rm_vperiods(int64_t lo, int64_t hi, void *p) { (void)lo, (void)hi, (void)p; }
+#endif
+
+/* Rows [0, done) of the plan by rm_vperiods when it applies (see above), else done = 0. */
+static int64_t rm_vrows(const rm_ctx *x, int64_t rows) {
+  const rm_plan *pl = x->pl;
+  const rm_dim *in = &pl->d[pl->nd - 1];
+  if (!x->avx512 || x->nt || pl->es != 4 || in->n != in->m || in->m > 16 || in->m < 2)
+    return 0;
+  for (int k = 0; k < pl->nd - 1; k++)
+    if (pl->d[k].kind != MAP_ID) return 0;
+  for (int64_t j = 0; j < in->m; j++)
+    if (x->tab[j] < 0) return 0;
+  rm_vtab t;
+  if (!rm_vtab_make(&t, x->tab, in->m)) return 0;
+  const int64_t n = rows * in->m; /* elements; a period reads at most 32 past its start */
+  const int64_t np = n >= 32 + t.P ? (n - 32) / t.P : 0;
+  if (!np) return 0;
+  rm_vctx c = {&t, (const float *)(const void *)x->src, (float *)(void *)x->dst};
+  opf_parallel_range(np, np * t.P >= OPF_PAR_MIN ? 1 : np + 1, rm_vperiods, &c);
+  return np * t.P / in->m;
+}
+
 static void rm_run(const rm_plan *pl, const void *src, void *dst, const void *fill) {
   rm_ctx x = {.pl = pl, .src = src, .dst = dst, .avx512 = shp_have_avx512()};
   int64_t nin = 1, nout = 1;
@@ -301,6 +377,11 @@ static void rm_run(const rm_plan *pl, const void *src, void *dst, const void *fi
   x.in_row = in->n * (int64_t)pl->es;
   if (dl && (dl->kind == MAP_FLIP || dl->kind == MAP_ROLL) && x.nchunk == 1 && x.in_row < 4096)
     x.pfd = RM_PF_BYTES / x.in_row + 1;
+  const int64_t done = x.tiny && pl->nd >= 2 ? rm_vrows(&x, rows) : 0;
+  if (done) { /* the last rows (under a period and 32 elements) one at a time */
+    if (done < rows) rm_rows(done, rows, &x);
+    return;
+  }
   int64_t units = rows * x.nchunk;
   opf_parallel_range(units, rows * in->m >= OPF_PAR_MIN ? 2 : units + 1,
                      x.nchunk == 1 && pl->nd >= 2 ? rm_rows : rm_units, &x);

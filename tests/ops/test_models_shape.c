@@ -292,6 +292,14 @@ static void test_kernel_paths(void **state) {
       {"flip", "x=8x16x30x30 axis=2"},
       {"flip", "x=301x517 axis=all"},
       {"flip", "x=2x40001 axis=1"},
+      /* tiny rows many at a time (rm_vperiods: periods of lcm(m, 16), the rows after the last
+       * whole period one at a time; m = 13 has vectors spanning 32+ sources: not taken) */
+      {"flip", "x=10000x10 axis=1"},
+      {"flip", "x=777x3 axis=1"},
+      {"flip", "x=301x16 axis=-1"},
+      {"flip", "x=5x33x13 axis=2"},
+      {"roll", "x=999x7 shift=3 axis=1"},
+      {"roll", "x=4001x12 shift=-5 axis=1"},
       {"roll", "x=8x16x30x30 shift=3,5 axis=2,3"},
       {"roll", "x=3x40001 shift=-30001 axis=1"},
       {"roll", "x=7x9x11x13 shift=1000"},
