@@ -1,6 +1,7 @@
 /* act_common.h: shared by the activation family (ops/activation) and the fused activation
  * operators (ops/fused/act_fused.c): elementwise maps with float params (AM_MAP: leaky_relu,
- * elu, softplus, hard_sigmoid), the GELU formulas, and a deterministic blocked column-sum
+ * elu, softplus, hard_sigmoid), the GELU formulas, the float32 AVX-512 kernels of the GELU
+ * forward and of the GELU and log_sigmoid gradients, and a deterministic blocked column-sum
  * driver for the gradients of per-channel parameters (prelu's alpha, bias_gelu's bias). */
 #ifndef OPPERF_ACT_COMMON_H
 #define OPPERF_ACT_COMMON_H
