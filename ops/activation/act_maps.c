@@ -95,8 +95,8 @@ AM_MAP(hard_sigmoid, ({
        }),
        hard_sigmoid_ref, 4, 4, UM_R_ONE, UM_PAR_CHEAP)
 /* log_sigmoid: both passes from e = exp(-|x|) (VM_EXP_NP: no overflow to handle); the
- * gradient 1 / (1 + exp(x)) = (x > 0 ? e : 1) / (1 + e); float32 backward by the AVX-512
- * kernel (act_common.h: no division) where the CPU has it */
+ * gradient 1 / (1 + exp(x)) = (x > 0 ? e : 1) / (1 + e); the float32 backward by the AVX-512
+ * kernel where the CPU has it: -expm1(y) from the forward's y (act_common.h) */
 #define LS_FWD(x) (VM_SEL(x < 0, x, UM_C(0)) - ACT_LOG1P01(VM_EXP_NP(-VM_ABS(x))))
 #define LS_BWD(x, dy)                                                                         \
   ({                                                                                          \
@@ -108,7 +108,7 @@ UM_LOOPS(log_sigmoid, double, f64, LS_FWD(x), LS_BWD(x, dy))
 #define log_sigmoid_fwd_f32 log_sigmoid_vec_fwd_f32
 static void log_sigmoid_bwd_f32(const float *restrict x, const float *restrict y,
                                 const float *restrict dy, float *restrict dx, int64_t n) {
-  if (ACT_GELU_AVX512()) act_log_sigmoid_grad_f32_avx512(x, dy, dx, n);
+  if (ACT_GELU_AVX512()) act_log_sigmoid_grad_f32_avx512(y, dy, dx, n);
   else log_sigmoid_vec_bwd_f32(x, y, dy, dx, n);
 }
 UM_DIFF_HOOKS(log_sigmoid, log_sigmoid_ref, NULL, 6, 3, UM_R_ONE, UM_PAR_MATH)
