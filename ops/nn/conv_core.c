@@ -1306,6 +1306,11 @@ static int use_group_gemm(const nn_conv_geom *g, opf_dtype dt, int algo, int dx)
          nn_group_gemm_fits(g, dt, dx);
 }
 
+/* conv_group.c's kernels for the algorithm (gemm: use_group_gemm) */
+static int group_kind(int gemm, int algo) {
+  return gemm ? NN_GROUP_GEMM : algo == NN_ALGO_GROUP8 ? NN_GROUP_BLOCK8 : NN_GROUP_DIRECT;
+}
+
 /* out[c] = sum of the big tensor's channel c (a transposed convolution's bias gradient). */
 
 /* A transposed convolution with a 3x3 window, stride 1 is the data gradient of a plain one
@@ -1329,7 +1334,7 @@ int nn_conv_op_run_fwd(opf_case *c, int algo) {
   }
   int gemm = !tr && use_group_gemm(&g, c->dtype, algo, 0);
   if (gemm || (!tr && use_group(&g, c->dtype, algo, 0))) {
-    nn_group_forward(&g, gemm, c->ws, c->ws_bytes, x, w, op_bias(c), y);
+    nn_group_forward(&g, group_kind(gemm, algo), c->ws, c->ws_bytes, x, w, op_bias(c), y);
     return OPF_OK;
   }
   nn_conv_job j = {.g = &g, .dt = c->dtype, .ws = c->ws, .ws_bytes = c->ws_bytes, .w = w};
@@ -1383,8 +1388,8 @@ int nn_conv_op_run_bwd(opf_case *c, int algo) {
     int dx_done = dx_wino || gemm || use_group(&g, c->dtype, algo, 1);
     int dx_group = dx_done && !dx_wino;
     if (dx_group || wg)
-      nn_group_backward(&g, gemm, c->ws, c->ws_bytes, x, w, gy, dx_group ? dx : NULL,
-                        wg ? dw : NULL, wg ? db : NULL);
+      nn_group_backward(&g, group_kind(gemm, algo), c->ws, c->ws_bytes, x, w, gy,
+                        dx_group ? dx : NULL, wg ? dw : NULL, wg ? db : NULL);
     if (dx_wino && dx) nn_wino_data_grad(&g, c->ws, c->ws_bytes, gy, w, NULL, dx);
     if (!dx_done || !wg) {
       j.big = x, j.gsmall = gy, j.dbig = dx_done ? NULL : dx, j.dw = wg ? NULL : dw;

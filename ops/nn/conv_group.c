@@ -38,6 +38,7 @@ typedef struct gc_conv {
   int nhwc, bcast;          /* layout; Fo a multiple of 16 (broadcast, no permute) */
   int wide;                 /* Fo a multiple of 64, ci of 4: 4 vectors of outputs per block */
   int gemm;                 /* one group by the implicit GEMM (nn_gemm_taps), any channels */
+  int old;                  /* the 8-pixel blocks (before the register blocks) */
   int64_t tk;               /* gemm: taps per product (K = tk * Cin at most GC_GEMM_K) */
   int64_t N, Cin, Cout, ci, fo;
   int64_t Hi, Wi, Ho, Wo, KH, KW, KK, sh, sw, ph, pw, dh, dw;
@@ -63,9 +64,9 @@ static inline int gc_shape_ok(int64_t ci, int64_t fo, int64_t cout) {
   return GC_V % fo == 0 && ci * (GC_V / fo) <= GC_V;     /* groups side by side */
 }
 
-static void gc_conv_of(gc_conv *p, const nn_conv_geom *g, int dx, int gemm) {
+static void gc_conv_of(gc_conv *p, const nn_conv_geom *g, int dx, int kind) {
   memset(p, 0, sizeof *p);
-  p->gemm = gemm;
+  p->gemm = kind == NN_GROUP_GEMM, p->old = kind == NN_GROUP_BLOCK8;
   p->nhwc = g->nhwc, p->N = g->N;
   p->KH = g->k[1], p->KW = g->k[2], p->KK = p->KH * p->KW, p->dh = g->d[1], p->dw = g->d[2];
   if (!dx) {
@@ -277,6 +278,85 @@ __attribute__((target("avx512f"))) static inline __m512i gc_idx(const gc_conv *p
 GC_CIS(GC_FWD_BLOCK, 8)
 GC_CIS(GC_FWD_BLOCK, 1)
 
+/* The register blocks (the default): the same products with each block's accumulators and
+ * weights in registers through every tap (the blocks above keep them in memory), NP
+ * independent FMA chains. Broadcast (whole vectors of one group): NP = 14 pixels, each FMA a
+ * broadcast load times the tap's channel-c weight vector. Permuted (16/fo groups side by
+ * side): NP = 12 pixels, each pixel's channel vector loaded once per tap and permuted per
+ * channel of the group (INL: by vpermilps within 128-bit lanes when a group's inputs are
+ * in its outputs' lane, fo = ci <= 4) against the tap's ci weight vectors held in registers.
+ * A row's remainder by blocks of 8, 4, 2 and 1 pixels. */
+#define GC_BPX 14
+#define GC_PPX 12
+#define GC_FWDB(NP, CI)                                                                        \
+  __attribute__((target("avx512f"))) static void gc_fwdb_##NP##_##CI(                          \
+      const gc_conv *p, const float *rb, const float *wv, const __m512i *idx, __m512 bias,     \
+      int64_t ow, int64_t ibase, float *out) {                                                 \
+    (void)idx;                                                                                 \
+    const int64_t C = p->Cin, pitch = p->Wp * C, step = p->sw * C;                             \
+    __m512 acc[NP];                                                                            \
+    _Pragma("GCC unroll 16") for (int x = 0; x < NP; x++) acc[x] = bias;                       \
+    for (int64_t kh = 0; kh < p->KH; kh++) {                                                   \
+      const float *r = rb + kh * p->dh * pitch + ow * step + ibase;                            \
+      for (int64_t kw = 0; kw < p->KW; kw++, wv += (CI) * GC_V) {                              \
+        const float *xp = r + kw * p->dw * C;                                                  \
+        _Pragma("GCC unroll 16") for (int c = 0; c < (CI); c++) {                              \
+          __m512 w = _mm512_load_ps(wv + c * GC_V);                                            \
+          _Pragma("GCC unroll 16") for (int x = 0; x < NP; x++)                                \
+              acc[x] = _mm512_fmadd_ps(_mm512_set1_ps(xp[x * step + c]), w, acc[x]);           \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+    _Pragma("GCC unroll 16") for (int x = 0; x < NP; x++)                                      \
+        _mm512_storeu_ps(out + x * p->Cout, acc[x]);                                           \
+  }
+#define GC_FWDP(NP, CI, INL)                                                                   \
+  __attribute__((target("avx512f"))) static void gc_fwdp##INL##_##NP##_##CI(                   \
+      const gc_conv *p, const float *rb, const float *wv, const __m512i *idx, __m512 bias,     \
+      int64_t ow, int64_t ibase, float *out) {                                                 \
+    const int64_t C = p->Cin, pitch = p->Wp * C, step = p->sw * C;                             \
+    __m512 acc[NP];                                                                            \
+    __m512i ix[CI];                                                                            \
+    _Pragma("GCC unroll 16") for (int c = 0; c < (CI); c++) ix[c] = idx[c];                    \
+    _Pragma("GCC unroll 16") for (int x = 0; x < NP; x++) acc[x] = bias;                       \
+    for (int64_t kh = 0; kh < p->KH; kh++) {                                                   \
+      const float *r = rb + kh * p->dh * pitch + ow * step + ibase;                            \
+      for (int64_t kw = 0; kw < p->KW; kw++, wv += (CI) * GC_V) {                              \
+        const float *xp = r + kw * p->dw * C;                                                  \
+        __m512 w[CI];                                                                          \
+        _Pragma("GCC unroll 16") for (int c = 0; c < (CI); c++) w[c] =                         \
+            _mm512_load_ps(wv + c * GC_V);                                                     \
+        _Pragma("GCC unroll 16") for (int x = 0; x < NP; x++) {                                \
+          __m512 xv = _mm512_loadu_ps(xp + x * step);                                          \
+          _Pragma("GCC unroll 16") for (int c = 0; c < (CI); c++) acc[x] = _mm512_fmadd_ps(    \
+              INL ? _mm512_permutevar_ps(xv, ix[c]) : _mm512_permutexvar_ps(ix[c], xv), w[c],  \
+              acc[x]);                                                                         \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+    _Pragma("GCC unroll 16") for (int x = 0; x < NP; x++)                                      \
+        _mm512_storeu_ps(out + x * p->Cout, acc[x]);                                           \
+  }
+#define GC_NPS(X, ...) X(__VA_ARGS__, 8) X(__VA_ARGS__, 4) X(__VA_ARGS__, 2) X(__VA_ARGS__, 1)
+#define GC_FWDB_CI(CI, NP) GC_FWDB(NP, CI)
+#define GC_FWDP0_CI(CI, NP) GC_FWDP(NP, CI, 0)
+#define GC_FWDP1_CI(CI, NP) GC_FWDP(NP, CI, 1)
+#define GC_FWDB_ALL(CI) GC_FWDB(14, CI) GC_NPS(GC_FWDB_CI, CI)
+#define GC_FWDP_ALL(CI) GC_FWDP(12, CI, 0) GC_NPS(GC_FWDP0_CI, CI)
+#define GC_FWDPI_ALL(CI) GC_FWDP(12, CI, 1) GC_NPS(GC_FWDP1_CI, CI)
+GC_FWDB_ALL(1)
+GC_FWDB_ALL(2)
+GC_FWDB_ALL(4)
+GC_FWDB_ALL(8)
+GC_FWDB_ALL(16)
+GC_FWDP_ALL(1)
+GC_FWDP_ALL(2)
+GC_FWDP_ALL(4)
+GC_FWDP_ALL(8)
+GC_FWDPI_ALL(1)
+GC_FWDPI_ALL(2)
+GC_FWDPI_ALL(4)
+
 /* The wide block: NP pixels x 4 output vectors (blocks cb..cb+3, weights ws apart). */
 #define GC_FWD_WIDE(NP)                                                                        \
   __attribute__((target("avx512f"))) static void gc_fwdw_##NP(                                 \
@@ -321,6 +401,19 @@ typedef void (*gc_fwd_fn)(const gc_conv *, const float *, const float *, const _
 static int gc_log2(int64_t ci) { return ci >= 16 ? 4 : ci >= 8 ? 3 : ci >= 4 ? 2 : ci >= 2 ? 1 : 0; }
 static const gc_fwd_fn gc_fwd8[5] = {gc_fwd_8_1, gc_fwd_8_2, gc_fwd_8_4, gc_fwd_8_8, gc_fwd_8_16};
 static const gc_fwd_fn gc_fwd1[5] = {gc_fwd_1_1, gc_fwd_1_2, gc_fwd_1_4, gc_fwd_1_8, gc_fwd_1_16};
+static const gc_fwd_fn gc_fwdb[5][5] = {{gc_fwdb_14_1, gc_fwdb_8_1, gc_fwdb_4_1, gc_fwdb_2_1, gc_fwdb_1_1},
+    {gc_fwdb_14_2, gc_fwdb_8_2, gc_fwdb_4_2, gc_fwdb_2_2, gc_fwdb_1_2},
+    {gc_fwdb_14_4, gc_fwdb_8_4, gc_fwdb_4_4, gc_fwdb_2_4, gc_fwdb_1_4},
+    {gc_fwdb_14_8, gc_fwdb_8_8, gc_fwdb_4_8, gc_fwdb_2_8, gc_fwdb_1_8},
+    {gc_fwdb_14_16, gc_fwdb_8_16, gc_fwdb_4_16, gc_fwdb_2_16, gc_fwdb_1_16}};
+/* no permuted blocks of 16 channels: a group of 16 inputs fills the vector (fo = 16) */
+static const gc_fwd_fn gc_fwdp[5][5] = {{gc_fwdp0_12_1, gc_fwdp0_8_1, gc_fwdp0_4_1, gc_fwdp0_2_1, gc_fwdp0_1_1},
+    {gc_fwdp0_12_2, gc_fwdp0_8_2, gc_fwdp0_4_2, gc_fwdp0_2_2, gc_fwdp0_1_2},
+    {gc_fwdp0_12_4, gc_fwdp0_8_4, gc_fwdp0_4_4, gc_fwdp0_2_4, gc_fwdp0_1_4},
+    {gc_fwdp0_12_8, gc_fwdp0_8_8, gc_fwdp0_4_8, gc_fwdp0_2_8, gc_fwdp0_1_8}, {NULL}};
+static const gc_fwd_fn gc_fwdpi[5][5] = {{gc_fwdp1_12_1, gc_fwdp1_8_1, gc_fwdp1_4_1, gc_fwdp1_2_1, gc_fwdp1_1_1},
+    {gc_fwdp1_12_2, gc_fwdp1_8_2, gc_fwdp1_4_2, gc_fwdp1_2_2, gc_fwdp1_1_2},
+    {gc_fwdp1_12_4, gc_fwdp1_8_4, gc_fwdp1_4_4, gc_fwdp1_2_4, gc_fwdp1_1_4}, {NULL}, {NULL}};
 
 /* One output row oh (band row j, input rows from rb) into out (Wo x Cout channels-last). */
 __attribute__((target("avx512f"))) static void gc_fwd_row(const gc_conv *p, const float *rb,
@@ -338,6 +431,22 @@ __attribute__((target("avx512f"))) static void gc_fwd_row(const gc_conv *p, cons
         gc_fwdw_6(p, rb, wv, ws, b, ow, ibase, o + ow * p->Cout);
       if (ow < p->Wo) /* the remainder, by the block of its width */
         gc_fwdw[p->Wo - ow](p, rb, wv, ws, b, ow, ibase, o + ow * p->Cout);
+    }
+    return;
+  }
+  if (!p->old) { /* the register blocks: the main width, then 8, 4, 2, 1 */
+    const int l = gc_log2(p->ci), inl = p->fo == p->ci && p->ci <= 4;
+    const gc_fwd_fn *fs = p->bcast ? gc_fwdb[l] : inl ? gc_fwdpi[l] : gc_fwdp[l];
+    const int64_t main = p->bcast ? GC_BPX : GC_PPX;
+    for (int64_t cb = 0; cb < p->Cout / GC_V; cb++) {
+      const float *wv = wpk + cb * p->KK * p->ci * GC_V;
+      int64_t ibase = cb * GC_V / p->fo * p->ci, ow = 0;
+      __m512 b = bias ? _mm512_loadu_ps(bias + cb * GC_V) : _mm512_setzero_ps();
+      float *o = out + cb * GC_V;
+      for (; ow + main <= p->Wo; ow += main) fs[0](p, rb, wv, idx, b, ow, ibase, o + ow * p->Cout);
+      for (int k = 1; k < 5; k++)
+        for (; ow + (16 >> k) <= p->Wo; ow += 16 >> k)
+          fs[k](p, rb, wv, idx, b, ow, ibase, o + ow * p->Cout);
     }
     return;
   }
@@ -579,12 +688,12 @@ static void gc_taps(const gc_conv *p, int64_t *toff) {
 }
 
 /* A forward-shaped pass (dx: the data gradient) by the direct kernels or the implicit GEMM. */
-static void gc_conv_pass(const nn_conv_geom *g, int dx, int gemm, void *ws, size_t ws_bytes,
+static void gc_conv_pass(const nn_conv_geom *g, int dx, int kind, void *ws, size_t ws_bytes,
                          const void *src, const void *w, const void *b, void *dst) {
   gc_conv p;
   gc_run r;
   int64_t toff[GC_GEMM_TAPS];
-  gc_conv_of(&p, g, dx, gemm);
+  gc_conv_of(&p, g, dx, kind);
   gc_setup(&r, &p, g, ws, ws_bytes);
   float *wpk = (float *)((char *)ws + (dx ? gc_wpk_bytes(g) : 0));
   gc_pack(&p, w, dx, wpk);
@@ -593,31 +702,31 @@ static void gc_conv_pass(const nn_conv_geom *g, int dx, int gemm, void *ws, size
   gc_conv_run(&r);
 }
 
-void nn_group_forward(const nn_conv_geom *g, int gemm, void *ws, size_t ws_bytes, const void *x,
+void nn_group_forward(const nn_conv_geom *g, int kind, void *ws, size_t ws_bytes, const void *x,
                       const void *w, const void *b, void *y) {
-  gc_conv_pass(g, 0, gemm, ws, ws_bytes, x, w, b, y);
+  gc_conv_pass(g, 0, kind, ws, ws_bytes, x, w, b, y);
 }
 
-void nn_group_backward(const nn_conv_geom *g, int gemm, void *ws, size_t ws_bytes, const void *x,
+void nn_group_backward(const nn_conv_geom *g, int kind, void *ws, size_t ws_bytes, const void *x,
                        const void *w, const void *gy, void *dx, void *dw, void *db) {
   gc_conv p;
   gc_run r;
-  if (dx) gc_conv_pass(g, 1, gemm, ws, ws_bytes, gy, w, NULL, dx);
+  if (dx) gc_conv_pass(g, 1, kind, ws, ws_bytes, gy, w, NULL, dx);
   if (dw || db) {
-    gc_conv_of(&p, g, 0, 0);
+    gc_conv_of(&p, g, 0, kind == NN_GROUP_BLOCK8 ? kind : NN_GROUP_DIRECT);
     gc_setup(&r, &p, g, ws, ws_bytes);
     r.x = x, r.gy = gy;
     gc_wgrad_run(&r, dw, db);
   }
 }
 #else
-void nn_group_forward(const nn_conv_geom *g, int gemm, void *ws, size_t ws_bytes, const void *x,
+void nn_group_forward(const nn_conv_geom *g, int kind, void *ws, size_t ws_bytes, const void *x,
                       const void *w, const void *b, void *y) {
-  (void)g, (void)gemm, (void)ws, (void)ws_bytes, (void)x, (void)w, (void)b, (void)y;
+  (void)g, (void)kind, (void)ws, (void)ws_bytes, (void)x, (void)w, (void)b, (void)y;
 }
-void nn_group_backward(const nn_conv_geom *g, int gemm, void *ws, size_t ws_bytes, const void *x,
+void nn_group_backward(const nn_conv_geom *g, int kind, void *ws, size_t ws_bytes, const void *x,
                        const void *w, const void *gy, void *dx, void *dw, void *db) {
-  (void)g, (void)gemm, (void)ws, (void)ws_bytes, (void)x, (void)w, (void)gy, (void)dx, (void)dw;
+  (void)g, (void)kind, (void)ws, (void)ws_bytes, (void)x, (void)w, (void)gy, (void)dx, (void)dw;
   (void)db;
 }
 #endif

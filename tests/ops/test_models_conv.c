@@ -517,6 +517,14 @@ static void test_float32_group_dilation(void **state) {
       {"dilated_conv2d", "x=2x12x11x8 filters=64 kernel=3 pad=1 dilation=2 layout=NHWC"},
       {"dilated_conv2d", "x=1x64x9x5 filters=64 kernel=3 pad=2 dilation=2"},
       {"grouped_conv2d", "x=1x16x9x10 filters=128 kernel=3 pad=1 groups=2"},
+      /* the register blocks' widths: 14 (broadcast) or 12 (permuted) pixels, then 8, 4, 2, 1
+       * (29 = 14+14+1, 31 = 12+12+4+2+1...): 16, 8 (permuted), 4 of 8 filters, 2 (in-lane) */
+      {"grouped_conv2d", "x=2x64x6x29 filters=64 kernel=3 pad=1 groups=4"},
+      {"grouped_conv2d", "x=2x64x7x43 filters=64 kernel=3 pad=2 dilation=2 groups=4 b=none"},
+      {"grouped_conv2d", "x=1x6x31x64 filters=64 kernel=3 pad=1 groups=8 layout=NHWC"},
+      {"grouped_conv2d", "x=1x32x5x27 filters=64 kernel=3 pad=1 groups=8"},
+      {"grouped_conv2d", "x=1x16x5x23 filters=16 kernel=3 pad=1 groups=8"},
+      {"grouped_conv2d", "x=1x128x6x30 filters=128 kernel=3 stride=2 pad=1 groups=32"},
   };
   int saved = omp_get_max_threads();
   for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
@@ -525,6 +533,7 @@ static void test_float32_group_dilation(void **state) {
       check_f32(cases[k][0], cases[k][1], NN_ALGO_AUTO);
       /* the default now takes Winograd for most dilated ones: the direct kernels as well */
       if (!strcmp(cases[k][0], "dilated_conv2d")) check_f32(cases[k][0], cases[k][1], NN_ALGO_DIRECT);
+      else check_f32(cases[k][0], cases[k][1], NN_ALGO_GROUP8); /* the 8-pixel blocks */
     }
   omp_set_num_threads(saved);
 }
