@@ -525,6 +525,12 @@ static void test_float32_group_dilation(void **state) {
       {"grouped_conv2d", "x=1x32x5x27 filters=64 kernel=3 pad=1 groups=8"},
       {"grouped_conv2d", "x=1x16x5x23 filters=16 kernel=3 pad=1 groups=8"},
       {"grouped_conv2d", "x=1x128x6x30 filters=128 kernel=3 stride=2 pad=1 groups=32"},
+      /* planar rows (channels first, stride 1, 8 filters a block): 5x5, pads beyond the
+       * window (the data gradient by the core), one-row images, 16 and 32 filters a group */
+      {"grouped_conv2d", "x=1x32x9x11 filters=32 kernel=5 pad=1 groups=4"},
+      {"grouped_conv2d", "x=2x16x12x70 filters=32 kernel=3 pad=3 groups=2"},
+      {"grouped_conv2d", "x=3x32x1x40 filters=32 kernel=3 pad=1 groups=4"},
+      {"grouped_conv2d", "x=2x32x3x5 filters=64 kernel=3 pad=2 dilation=2 groups=2 b=none"},
   };
   int saved = omp_get_max_threads();
   for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
