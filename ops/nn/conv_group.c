@@ -37,9 +37,6 @@
 #define GC_PF 8
 #define GC_PN 2
 #define GC_PCH (GC_PN * 16)
-/* Planar weight-gradient block: GC_WF filters x GC_WC channels of one tap. */
-#define GC_WF 8
-#define GC_WC 2
 
 /* One direct convolution src (N, Ci*G, Hi, Wi) -> dst (N, Fo*G, Ho, Wo), either layout, as
  * the kernels see it: the forward (src x, dst y) or a data gradient (src gy, dst dx). */
@@ -129,8 +126,6 @@ static size_t gc_slot_layout(const gc_conv *p, char *base, gc_slot *s) {
   if (p->planar) in = al64((size_t)(p->PI * p->Cin) * 4), out = al64((size_t)(p->PO * p->Cout) * 4);
   size_t gy = al64((size_t)(p->band * p->Wo * p->Cout) * 4);
   size_t dw = al64((size_t)(p->Cout * p->ci * p->KK) * 4), db = al64((size_t)p->Cout * 4);
-  if (p->planar) /* gy planes; the partials as vectors (16 lanes summed at the end) */
-    gy = out, dw = al64((size_t)(p->Cout * p->ci * p->KK) * 64), db = al64((size_t)p->Cout * 64);
   if (s) {
     s->in = (float *)base, s->out = (float *)(base + in), s->gy = (float *)(base + in + out);
     s->dw = (float *)(base + in + out + gy), s->db = (float *)(base + in + out + gy + dw);
@@ -658,12 +653,13 @@ __attribute__((target("avx512f"))) static void gc_plan_blk(const gc_conv *p, con
           _mm512_storeu_ps(out + f * PO + v * 16, acc[f][v]);
 }
 
-/* The input planes of output rows [oh0, oh0 + rows) of image src (channels first). */
-static void gc_plan_fill(const gc_conv *p, const float *src, int64_t oh0, int64_t rows, float *in) {
-  const int64_t Wp = p->Wp, PI = p->PI, S = p->Hi * p->Wi;
+/* One band of a planar pass: output rows [oh0, oh0 + rows) of image src into dst. */
+static void gc_plan_band(const gc_conv *p, const struct gc_run *r, const float *src, int64_t oh0,
+                         int64_t rows, const gc_slot *s, float *dst) {
+  const int64_t Wp = p->Wp, PI = p->PI, PO = p->PO, S = p->Hi * p->Wi;
   const int64_t nin = rows - 1 + (p->KH - 1) * p->dh + 1, r0 = oh0 - p->ph;
   for (int64_t c = 0; c < p->Cin; c++) {
-    float *pl = in + c * PI;
+    float *pl = s->in + c * PI;
     for (int64_t i = 0; i < nin; i++) {
       float *d = pl + i * Wp;
       int64_t ih = r0 + i;
@@ -677,13 +673,6 @@ static void gc_plan_fill(const gc_conv *p, const float *src, int64_t oh0, int64_
     }
     memset(pl + nin * Wp, 0, (size_t)(PI - nin * Wp) * 4); /* the chunks' overreach */
   }
-}
-
-/* One band of a planar pass: output rows [oh0, oh0 + rows) of image src into dst. */
-static void gc_plan_band(const gc_conv *p, const struct gc_run *r, const float *src, int64_t oh0,
-                         int64_t rows, const gc_slot *s, float *dst) {
-  const int64_t Wp = p->Wp, PI = p->PI, PO = p->PO;
-  gc_plan_fill(p, src, oh0, rows, s->in);
   const int64_t n = (rows - 1) * Wp + p->Wo, G = p->Cout / p->fo;
   for (int64_t grp = 0; grp < G; grp++) {
     const float *in = s->in + grp * p->ci * PI;
@@ -727,71 +716,11 @@ static void gc_conv_run(const gc_run *r) {
   }
 }
 
-
-/* The planar weight gradient of one band (p->planar, ci a multiple of GC_WC): gy's rows
- * copied into planes of Wp-pixel rows (columns from Wo zero), so that
- * dw[o][c][t] = sum over flat j of gy[o][j] * in[c][j + toff[t]]: GC_WF x GC_WC vector
- * partials per tap (plain loads of 16 gy and 16 inputs, lanes summed at the end), added to
- * the slot's (Cout, ci, KK, 16) partials; db the same sums of gy. */
-__attribute__((target("avx512f"))) static void gc_plan_dw_blk(const gc_conv *p, int64_t n,
-                                                              const float *x, const float *g,
-                                                              float *dwv) {
-  const int64_t PI = p->PI, PO = p->PO, st = p->ci * p->KK * 16, sc = p->KK * 16;
-  __m512 acc[GC_WF][GC_WC];
-  _Pragma("GCC unroll 8") for (int f = 0; f < GC_WF; f++)
-      _Pragma("GCC unroll 8") for (int c = 0; c < GC_WC; c++) acc[f][c] = _mm512_setzero_ps();
-  for (int64_t j = 0; j < n; j += 16) {
-    __m512 gv[GC_WF];
-    _Pragma("GCC unroll 8") for (int f = 0; f < GC_WF; f++) gv[f] = _mm512_load_ps(g + f * PO + j);
-    _Pragma("GCC unroll 8") for (int c = 0; c < GC_WC; c++) {
-      __m512 xv = _mm512_loadu_ps(x + c * PI + j);
-      _Pragma("GCC unroll 8") for (int f = 0; f < GC_WF; f++)
-          acc[f][c] = _mm512_fmadd_ps(gv[f], xv, acc[f][c]);
-    }
-  }
-  _Pragma("GCC unroll 8") for (int f = 0; f < GC_WF; f++)
-      _Pragma("GCC unroll 8") for (int c = 0; c < GC_WC; c++) {
-    float *d = dwv + f * st + c * sc;
-    _mm512_store_ps(d, _mm512_add_ps(_mm512_load_ps(d), acc[f][c]));
-  }
-}
-
-__attribute__((target("avx512f"))) static void gc_plan_dw_band(const gc_conv *p, const gc_run *r,
-                                                               const float *x, const float *gy,
-                                                               int64_t oh0, int64_t rows,
-                                                               const gc_slot *s, int dw, int db) {
-  const int64_t Wp = p->Wp, PO = p->PO, Wo = p->Wo, G = p->Cout / p->fo;
-  /* flat outputs in whole vectors: gy zero past each row's Wo and past the last row */
-  const int64_t n = ((rows - 1) * Wp + Wo + 15) / 16 * 16;
-  for (int64_t o = 0; o < p->Cout; o++) {
-    float *gp = s->gy + o * PO;
-    for (int64_t i = 0; i < rows; i++) {
-      memcpy(gp + i * Wp, gy + (o * p->Ho + oh0 + i) * Wo, (size_t)Wo * 4);
-      memset(gp + i * Wp + Wo, 0, (size_t)(Wp - Wo) * 4);
-    }
-    memset(gp + rows * Wp, 0, 16 * 4);
-    if (db) {
-      __m512 a = _mm512_load_ps(s->db + o * 16);
-      for (int64_t j = 0; j < n; j += 16) a = _mm512_add_ps(a, _mm512_loadu_ps(gp + j));
-      _mm512_store_ps(s->db + o * 16, a);
-    }
-  }
-  if (!dw) return;
-  gc_plan_fill(p, x, oh0, rows, s->in);
-  for (int64_t grp = 0; grp < G; grp++)
-    for (int64_t o = grp * p->fo; o < (grp + 1) * p->fo; o += GC_WF)
-      for (int64_t t = 0; t < p->KK; t++)
-        for (int64_t c = 0; c < p->ci; c += GC_WC)
-          gc_plan_dw_blk(p, n, s->in + (grp * p->ci + c) * p->PI + r->toff[t], s->gy + o * PO,
-                         s->dw + ((o * p->ci + c) * p->KK + t) * 16);
-}
-
 /* Weight and bias gradients (either may be NULL) of the forward convolution p. */
 __attribute__((target("avx512f"))) static void gc_wgrad_run(const gc_run *r, float *dw, float *db) {
   const gc_conv *p = r->p;
   const int64_t items = p->N * p->items_per_img, isz = p->Cin * p->Hi * p->Wi,
                 osz = p->Cout * p->Ho * p->Wo, nw = p->Cout * p->ci * p->KK;
-  const int64_t lanes = p->planar ? 16 : 1; /* planar: vector partials */
   int used = 1;
 #pragma omp parallel num_threads(r->nt) if (r->nt > 1)
   {
@@ -799,18 +728,14 @@ __attribute__((target("avx512f"))) static void gc_wgrad_run(const gc_run *r, flo
     if (k == 0) used = m;
     gc_slot s;
     gc_slot_layout(p, r->slots + (size_t)k * r->slot_bytes, &s);
-    memset(s.dw, 0, (size_t)nw * lanes * 4);
-    memset(s.db, 0, (size_t)p->Cout * lanes * 4);
+    memset(s.dw, 0, (size_t)nw * 4);
+    memset(s.db, 0, (size_t)p->Cout * 4);
     __m512i idx[GC_V];
     for (int64_t c = 0; !p->wide && c < p->ci; c++) idx[c] = gc_idx(p, c);
     gc_dw_fn row = p->wide ? gc_dw_row_wide : gc_dw_rows[gc_log2(p->ci)];
     for (int64_t it = items * k / m; it < items * (k + 1) / m; it++) {
       int64_t n = it / p->items_per_img, oh0 = it % p->items_per_img * p->band;
       int64_t rows = p->Ho - oh0 < p->band ? p->Ho - oh0 : p->band;
-      if (p->planar) {
-        gc_plan_dw_band(p, r, r->x + n * isz, r->gy + n * osz, oh0, rows, &s, dw != NULL, db != NULL);
-        continue;
-      }
       const float *gn = r->gy + n * osz, *g = gn + oh0 * p->Wo * p->Cout;
       if (!p->nhwc) gc_load_cf(p, gn, oh0, rows, s.gy), g = s.gy;
       if (db)
@@ -828,15 +753,8 @@ __attribute__((target("avx512f"))) static void gc_wgrad_run(const gc_run *r, flo
   gc_slot_layout(p, r->slots, &s0);
   for (int k = 1; k < used; k++) {
     gc_slot_layout(p, r->slots + (size_t)k * r->slot_bytes, &sk);
-    for (int64_t i = 0; i < nw * lanes; i++) s0.dw[i] += sk.dw[i];
-    for (int64_t i = 0; i < p->Cout * lanes; i++) s0.db[i] += sk.db[i];
-  }
-  if (p->planar) { /* (Cout, ci, KK, 16) partials: the lanes' sums */
-    if (db)
-      for (int64_t o = 0; o < p->Cout; o++) db[o] = _mm512_reduce_add_ps(_mm512_load_ps(s0.db + o * 16));
-    if (dw)
-      for (int64_t i = 0; i < nw; i++) dw[i] = _mm512_reduce_add_ps(_mm512_load_ps(s0.dw + i * 16));
-    return;
+    for (int64_t i = 0; i < nw; i++) s0.dw[i] += sk.dw[i];
+    for (int64_t i = 0; i < p->Cout; i++) s0.db[i] += sk.db[i];
   }
   if (db) memcpy(db, s0.db, (size_t)p->Cout * 4);
   if (dw) /* (Cout/16, KK, ci, 16) -> (F, Cg, KK) */
@@ -886,12 +804,9 @@ void nn_group_backward(const nn_conv_geom *g, int kind, void *ws, size_t ws_byte
   gc_run r;
   if (dx) gc_conv_pass(g, 1, kind, ws, ws_bytes, gy, w, NULL, dx);
   if (dw || db) {
-    int64_t toff[GC_GEMM_TAPS];
-    gc_conv_of(&p, g, 0, kind == NN_GROUP_BLOCK8 ? kind : NN_GROUP_DIRECT);
-    if (p.planar && p.ci % GC_WC) gc_conv_of(&p, g, 0, GC_KIND_CL);
-    if (p.planar) gc_taps(&p, toff);
+    gc_conv_of(&p, g, 0, kind == NN_GROUP_BLOCK8 ? kind : GC_KIND_CL);
     gc_setup(&r, &p, g, ws, ws_bytes);
-    r.x = x, r.gy = gy, r.toff = toff;
+    r.x = x, r.gy = gy;
     gc_wgrad_run(&r, dw, db);
   }
 }
