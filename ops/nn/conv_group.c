@@ -33,10 +33,9 @@
 #define GC_MAX_CG 16
 /* The internal kind of the weight gradient's channels-last pass (no planar rows). */
 #define GC_KIND_CL 3
-/* Planar register block: GC_PF filters x GC_PN vectors of 16 flat pixels. */
-#define GC_PF 8
-#define GC_PN 2
-#define GC_PCH (GC_PN * 16)
+/* Planar register blocks: 8 filters x 2 vectors of 16 flat pixels, or (4 filters a group)
+ * 4 x 4; GC_PCH the longest chunk of flat pixels. */
+#define GC_PCH 64
 
 /* One direct convolution src (N, Ci*G, Hi, Wi) -> dst (N, Fo*G, Ho, Wo), either layout, as
  * the kernels see it: the forward (src x, dst y) or a data gradient (src gy, dst dx). */
@@ -46,6 +45,7 @@ typedef struct gc_conv {
   int gemm;                 /* one group by the implicit GEMM (nn_gemm_taps), any channels */
   int old;                  /* the 8-pixel blocks (before the register blocks) */
   int planar;               /* channels-first stride 1: planar rows (gc_plan_*) */
+  int pf;                   /* planar: filters per register block (8 or 4) */
   int64_t tk;               /* gemm: taps per product (K = tk * Cin at most GC_GEMM_K) */
   int64_t N, Cin, Cout, ci, fo;
   int64_t Hi, Wi, Ho, Wo, KH, KW, KK, sh, sw, ph, pw, dh, dw;
@@ -89,9 +89,10 @@ static void gc_conv_of(gc_conv *p, const nn_conv_geom *g, int dx, int kind) {
   }
   p->bcast = p->fo % GC_V == 0;
   p->wide = gc_wide(p->ci, p->fo);
-  /* channels first, stride 1, groups of whole 8-filter blocks: planar rows (no transposes) */
+  /* channels first, stride 1, groups of whole 4-filter blocks: planar rows (no transposes) */
   p->planar = kind == NN_GROUP_DIRECT && !p->nhwc && p->sh == 1 && p->sw == 1 && !p->wide &&
-              p->fo % GC_PF == 0 && p->KK <= GC_GEMM_TAPS;
+              p->fo % 4 == 0 && p->KK <= GC_GEMM_TAPS;
+  p->pf = p->fo % 8 ? 4 : 8;
   p->tk = GC_GEMM_K / p->Cin > 1 ? GC_GEMM_K / p->Cin : 1;
   /* the padded row holds every pixel the outputs read: [-pw, (Wo-1)*sw - pw + (KW-1)*dw] */
   int64_t last = (p->Wo - 1) * p->sw - p->pw + (p->KW - 1) * p->dw;
@@ -582,7 +583,7 @@ static const gc_dw_fn gc_dw_rows[5] = {gc_dw_row_1, gc_dw_row_2, gc_dw_row_4, gc
  * forward, c a filter of its group, the tap flipped); the implicit GEMM's: the same in 32-wide
  * vectors (nn_gemm_taps' strips of B, k = t*ci + c). */
 static void gc_pack(const gc_conv *p, const float *w, int dx, float *wpk) {
-  const int64_t KK = p->KK, V = p->gemm ? NN_GEMM_NR : p->planar ? GC_PF : GC_V;
+  const int64_t KK = p->KK, V = p->gemm ? NN_GEMM_NR : p->planar ? p->pf : GC_V;
   if (p->gemm) /* the last strip's columns past Cout */
     memset(wpk, 0, (size_t)((p->Cout + V - 1) / V * V * KK * p->ci) * 4);
   for (int64_t o = 0; o < p->Cout; o++)
@@ -622,36 +623,40 @@ static int gc_threads(const gc_conv *p, size_t avail, size_t slot) {
 /* The planar rows (p->planar: channels first, stride 1): a band's input rows are copied per
  * channel into zero-padded planes of Wp-pixel rows (pitch PI), so output (r, w) of the band
  * is flat position j = r*Wp + w of an output plane and tap t reads input j + toff[t] of each
- * channel's plane: every FMA is a plain load of 16 consecutive inputs (shared by GC_PF
- * filters) times a broadcast weight (shared by GC_PN vectors). Columns w >= Wo are computed
- * and discarded. Weights packed (Cout/8, KK, ci, 8). 8 filters a block: with 4 the vector
- * loads (16 FMAs each, most of them across cache lines) held a Zen 5 core to ~0.75 FMA per
- * cycle in L1, 8 x 2 runs at ~1.9 (a micro-benchmark of the block). */
-__attribute__((target("avx512f"))) static void gc_plan_blk(const gc_conv *p, const float *in,
-                                                           const float *wq, const int64_t *toff,
-                                                           const float *bias, float *out) {
-  const int64_t ci = p->ci, PI = p->PI, PO = p->PO;
-  __m512 acc[GC_PF][GC_PN];
-  _Pragma("GCC unroll 8") for (int f = 0; f < GC_PF; f++) {
-    __m512 b = bias ? _mm512_set1_ps(bias[f]) : _mm512_setzero_ps();
-    _Pragma("GCC unroll 8") for (int v = 0; v < GC_PN; v++) acc[f][v] = b;
+ * channel's plane: every FMA is a plain load of 16 consecutive inputs (shared by PF
+ * filters) times a broadcast weight (shared by PN vectors). Columns w >= Wo are computed
+ * and discarded. Weights packed (Cout/PF, KK, ci, PF). 8 filters a block where the groups
+ * have them: with 4 the vector loads (16 FMAs each, most of them across cache lines) held a
+ * Zen 5 core to ~0.9 FMA per cycle in L1, 8 x 2 runs at ~1.9 (a micro-benchmark). */
+#define GC_PLAN_BLK(PF, PN)                                                                    \
+  __attribute__((target("avx512f"))) static void gc_plan_blk##PF(                              \
+      const gc_conv *p, const float *in, const float *wq, const int64_t *toff,                 \
+      const float *bias, float *out) {                                                         \
+    const int64_t ci = p->ci, PI = p->PI, PO = p->PO;                                          \
+    __m512 acc[PF][PN];                                                                        \
+    _Pragma("GCC unroll 8") for (int f = 0; f < (PF); f++) {                                   \
+      __m512 b = bias ? _mm512_set1_ps(bias[f]) : _mm512_setzero_ps();                         \
+      _Pragma("GCC unroll 8") for (int v = 0; v < (PN); v++) acc[f][v] = b;                    \
+    }                                                                                          \
+    for (int64_t t = 0; t < p->KK; t++) {                                                      \
+      const float *xt = in + toff[t], *wt = wq + t * ci * (PF);                                \
+      for (int64_t c = 0; c < ci; c++, xt += PI, wt += (PF)) {                                 \
+        __m512 xv[PN];                                                                         \
+        _Pragma("GCC unroll 8") for (int v = 0; v < (PN); v++) xv[v] =                         \
+            _mm512_loadu_ps(xt + v * 16);                                                      \
+        _Pragma("GCC unroll 8") for (int f = 0; f < (PF); f++) {                               \
+          __m512 w = _mm512_set1_ps(wt[f]);                                                    \
+          _Pragma("GCC unroll 8") for (int v = 0; v < (PN); v++) acc[f][v] =                   \
+              _mm512_fmadd_ps(xv[v], w, acc[f][v]);                                            \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+    _Pragma("GCC unroll 8") for (int f = 0; f < (PF); f++)                                     \
+        _Pragma("GCC unroll 8") for (int v = 0; v < (PN); v++)                                 \
+            _mm512_storeu_ps(out + f * PO + v * 16, acc[f][v]);                                \
   }
-  for (int64_t t = 0; t < p->KK; t++) {
-    const float *xt = in + toff[t], *wt = wq + t * ci * GC_PF;
-    for (int64_t c = 0; c < ci; c++, xt += PI, wt += GC_PF) {
-      __m512 xv[GC_PN];
-      _Pragma("GCC unroll 8") for (int v = 0; v < GC_PN; v++) xv[v] = _mm512_loadu_ps(xt + v * 16);
-      _Pragma("GCC unroll 8") for (int f = 0; f < GC_PF; f++) {
-        __m512 w = _mm512_set1_ps(wt[f]);
-        _Pragma("GCC unroll 8") for (int v = 0; v < GC_PN; v++)
-            acc[f][v] = _mm512_fmadd_ps(xv[v], w, acc[f][v]);
-      }
-    }
-  }
-  _Pragma("GCC unroll 8") for (int f = 0; f < GC_PF; f++)
-      _Pragma("GCC unroll 8") for (int v = 0; v < GC_PN; v++)
-          _mm512_storeu_ps(out + f * PO + v * 16, acc[f][v]);
-}
+GC_PLAN_BLK(8, 2)
+GC_PLAN_BLK(4, 4)
 
 /* One band of a planar pass: output rows [oh0, oh0 + rows) of image src into dst. */
 static void gc_plan_band(const gc_conv *p, const struct gc_run *r, const float *src, int64_t oh0,
@@ -676,10 +681,11 @@ static void gc_plan_band(const gc_conv *p, const struct gc_run *r, const float *
   const int64_t n = (rows - 1) * Wp + p->Wo, G = p->Cout / p->fo;
   for (int64_t grp = 0; grp < G; grp++) {
     const float *in = s->in + grp * p->ci * PI;
-    for (int64_t j0 = 0; j0 < n; j0 += GC_PCH)
-      for (int64_t o = grp * p->fo; o < (grp + 1) * p->fo; o += GC_PF)
-        gc_plan_blk(p, in + j0, r->wpk + o * p->KK * p->ci, r->toff, r->bias ? r->bias + o : NULL,
-                    s->out + o * PO + j0);
+    for (int64_t j0 = 0; j0 < n; j0 += p->pf == 8 ? 32 : 64)
+      for (int64_t o = grp * p->fo; o < (grp + 1) * p->fo; o += p->pf)
+        (p->pf == 8 ? gc_plan_blk8 : gc_plan_blk4)(p, in + j0, r->wpk + o * p->KK * p->ci, r->toff,
+                                                   r->bias ? r->bias + o : NULL,
+                                                   s->out + o * PO + j0);
   }
   for (int64_t o = 0; o < p->Cout; o++)
     for (int64_t i = 0; i < rows; i++)
