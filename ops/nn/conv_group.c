@@ -181,11 +181,14 @@ size_t nn_group_ws_bytes(const nn_conv_geom *g) {
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-/* dst[i*ldd + j] = src[j*lds + i] for i, j < 16: a 16x16 block transposed in registers. */
+/* dst[i*ldd + j] = src[j*lds + i] for i < ni, j < 16: a 16x16 block transposed in registers
+ * (ni < 16: the block's first ni columns, by masked loads). */
 __attribute__((target("avx512f"))) static void gc_t16(const float *src, int64_t lds, float *dst,
-                                                      int64_t ldd) {
+                                                      int64_t ldd, int ni) {
   __m512 r[16], t[16];
-  for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * lds);
+  __mmask16 m = (__mmask16)((1u << ni) - 1);
+  for (int i = 0; i < 16; i++)
+    r[i] = ni == 16 ? _mm512_loadu_ps(src + i * lds) : _mm512_maskz_loadu_ps(m, src + i * lds);
   for (int i = 0; i < 16; i += 2) {
     t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
     t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
@@ -208,17 +211,18 @@ __attribute__((target("avx512f"))) static void gc_t16(const float *src, int64_t 
     r[i + 4] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0x88);
     r[i + 12] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0xDD);
   }
-  for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + i * ldd, r[i]);
+  for (int i = 0; i < ni; i++) _mm512_storeu_ps(dst + i * ldd, r[i]);
 }
 
-/* dst[j*ldd + c] = src[c*lds + j] for c < nc, j < n: 16x16 blocks, scalar edges. */
+/* dst[j*ldd + c] = src[c*lds + j] for c < nc, j < n: 16x16 blocks (the last of each 16
+ * channels narrower), scalar channels past the last 16. */
 static void gc_transpose(const float *src, int64_t lds, int64_t nc, int64_t n, float *dst,
                          int64_t ldd) {
   int64_t c0 = 0, j0;
   for (; c0 + 16 <= nc; c0 += 16) {
-    for (j0 = 0; j0 + 16 <= n; j0 += 16) gc_t16(src + c0 * lds + j0, lds, dst + j0 * ldd + c0, ldd);
-    for (; j0 < n; j0++)
-      for (int64_t c = c0; c < c0 + 16; c++) dst[j0 * ldd + c] = src[c * lds + j0];
+    for (j0 = 0; j0 + 16 <= n; j0 += 16)
+      gc_t16(src + c0 * lds + j0, lds, dst + j0 * ldd + c0, ldd, 16);
+    if (j0 < n) gc_t16(src + c0 * lds + j0, lds, dst + j0 * ldd + c0, ldd, (int)(n - j0));
   }
   for (; c0 < nc; c0++)
     for (j0 = 0; j0 < n; j0++) dst[j0 * ldd + c0] = src[c0 * lds + j0];
