@@ -1294,6 +1294,7 @@ static int use_subpix_dx(const nn_conv_geom *g, int algo) {
 /* The direct grouped kernel (conv_group.c) for a plain convolution wherever it fits (dx: its
  * data gradient too): it has no GEMM, so the OpenBLAS alternative keeps it as well. */
 static int use_group(const nn_conv_geom *g, opf_dtype dt, int algo, int dx) {
+  if (dx && algo == NN_ALGO_GROUP8 && nn_conv_strided(g)) return 0; /* before the phases */
   return algo != NN_ALGO_GEMM && algo != NN_ALGO_CORE && nn_group_fits(g, dt, dx);
 }
 

@@ -52,6 +52,9 @@ typedef struct gc_conv {
   int64_t Wp, band, rows;   /* padded row pixels, output rows per item, input rows per item */
   int64_t items_per_img;
   int64_t PI, PO;           /* planar: input and output plane pitch (floats) */
+  /* a phase of a strided data gradient: output (a, b) is dx's (qh + osh*a, qw + osw*b) of
+   * an (oH, oW) image (osh = 0: not a phase) */
+  int64_t osh, osw, qh, qw, oH, oW;
 } gc_conv;
 
 static size_t al64(size_t b) { return (b + 63) & ~(size_t)63; }
@@ -141,6 +144,60 @@ static size_t gc_wpk_bytes(const nn_conv_geom *g) {
   return al64((size_t)(co * ci * g->k[1] * g->k[2]) * 4);
 }
 
+
+#define GC_MAX_PH 16 /* phases: sh * sw at most */
+
+/* Phase (qh, qw) of the data gradient of a strided convolution (channels first): dx's
+ * pixels (qh + s*a, qw + s*b) are a stride-1 correlation of gy with the taps (kh, kw) for
+ * which qh + ph - kh*dh (and qw + pw - kw*dw) are multiples of the stride, tap (kh, kw)
+ * reading gy (a + eh, b + ew), eh = (qh + ph - kh*dh) / sh: the planar rows with those taps'
+ * offsets (toff), their weight indices (tk), the window's rows from min eh on (ph = -min eh,
+ * of either sign). Returns 0 for a phase without pixels. */
+static int gc_phase_of(const nn_conv_geom *g, int64_t qh, int64_t qw, gc_conv *p, int64_t *tk,
+                       int64_t *toff) {
+  const int64_t sh = g->s[1], sw = g->s[2], KH = g->k[1], KW = g->k[2];
+  memset(p, 0, sizeof *p);
+  p->planar = 1, p->N = g->N, p->Cin = g->F, p->Cout = g->C, p->ci = g->Fg, p->fo = g->Cg;
+  p->bcast = p->fo % GC_V == 0, p->pf = p->fo % 8 ? 4 : 8;
+  p->Hi = g->out[1], p->Wi = g->out[2];
+  p->Ho = (g->in[1] - qh + sh - 1) / sh, p->Wo = (g->in[2] - qw + sw - 1) / sw;
+  p->osh = sh, p->osw = sw, p->qh = qh, p->qw = qw, p->oH = g->in[1], p->oW = g->in[2];
+  p->sh = p->sw = p->dh = p->dw = 1;
+  if (p->Ho <= 0 || p->Wo <= 0) return 0;
+  int64_t eh[GC_GEMM_TAPS], ew[GC_GEMM_TAPS], n = 0, h0 = 0, h1 = 0, w0 = 0, w1 = 0;
+  for (int64_t kh = 0; kh < KH; kh++) {
+    int64_t a = qh + g->p[1] - kh * g->d[1];
+    if (((a % sh) + sh) % sh) continue;
+    for (int64_t kw = 0; kw < KW; kw++) {
+      int64_t b = qw + g->p[2] - kw * g->d[2];
+      if (((b % sw) + sw) % sw) continue;
+      eh[n] = a / sh, ew[n] = b / sw, tk[n] = kh * KW + kw;
+      if (!n || eh[n] < h0) h0 = eh[n];
+      if (!n || eh[n] > h1) h1 = eh[n];
+      if (!n || ew[n] < w0) w0 = ew[n];
+      if (!n || ew[n] > w1) w1 = ew[n];
+      n++;
+    }
+  }
+  p->KK = n, p->KH = h1 - h0 + 1, p->KW = w1 - w0 + 1, p->ph = -h0, p->pw = -w0;
+  p->Wp = p->Wo + p->KW - 1;
+  int64_t band = GC_BAND_BYTES / ((p->Cin + p->Cout) * p->Wp * 4);
+  if (band < p->KH - 1) band = p->KH - 1;
+  if (band < 1) band = 1;
+  if (band > p->Ho) band = p->Ho;
+  p->band = band, p->rows = band + p->KH - 1, p->items_per_img = (p->Ho + band - 1) / band;
+  p->PI = p->rows * p->Wp + GC_PCH, p->PO = band * p->Wp + GC_PCH;
+  for (int64_t t = 0; t < n; t++) toff[t] = (eh[t] - h0) * p->Wp + (ew[t] - w0);
+  return 1;
+}
+
+/* Does the data gradient of a strided convolution run by phases? (channels first, groups of
+ * whole 4-filter blocks in dx's channels, any filters per group) */
+static int gc_phases_fit(const nn_conv_geom *g) {
+  return !g->nhwc && g->Cg % 4 == 0 && g->k[1] * g->k[2] <= GC_GEMM_TAPS && g->groups > 1 &&
+         g->s[1] * g->s[2] <= GC_MAX_PH;
+}
+
 int nn_group_fits(const nn_conv_geom *g, opf_dtype dt, int dx) {
 #if defined(__x86_64__) && defined(__GNUC__)
   /* one group: dilated windows only (dense 3x3 windows have Winograd) */
@@ -149,7 +206,8 @@ int nn_group_fits(const nn_conv_geom *g, opf_dtype dt, int dx) {
     return 0;
   if (one && !(gc_wide(g->Cg, g->Fg) && (!dx || gc_wide(g->Fg, g->Cg)))) return 0;
   if (!dx) return gc_shape_ok(g->Cg, g->Fg, g->F);
-  /* the data gradient: stride 1 and a padding the flipped window covers */
+  /* the data gradient: by phases if strided, else a padding the flipped window covers */
+  if (g->s[1] > 1 || g->s[2] > 1) return gc_phases_fit(g) && gc_shape_ok(g->Cg, g->Fg, g->F);
   return g->s[1] == 1 && g->s[2] == 1 && g->p[1] <= g->d[1] * (g->k[1] - 1) &&
          g->p[2] <= g->d[2] * (g->k[2] - 1) && gc_shape_ok(g->Fg, g->Cg, g->C) &&
          gc_shape_ok(g->Cg, g->Fg, g->F);
@@ -175,7 +233,15 @@ size_t nn_group_ws_bytes(const nn_conv_geom *g) {
   size_t sa = gc_slot_layout(&a, NULL, NULL), sb = gc_slot_layout(&b, NULL, NULL),
          sc = gc_slot_layout(&c, NULL, NULL);
   size_t m = sa > sb ? sa : sb;
-  return 2 * gc_wpk_bytes(g) + (size_t)omp_get_max_threads() * (m > sc ? m : sc);
+  if (m < sc) m = sc;
+  if ((g->s[1] > 1 || g->s[2] > 1) && gc_phases_fit(g)) { /* the phases' slots */
+    int64_t tk[GC_GEMM_TAPS], toff[GC_GEMM_TAPS];
+    for (int64_t qh = 0; qh < g->s[1]; qh++)
+      for (int64_t qw = 0; qw < g->s[2]; qw++)
+        if (gc_phase_of(g, qh, qw, &a, tk, toff) && gc_slot_layout(&a, NULL, NULL) > m)
+          m = gc_slot_layout(&a, NULL, NULL);
+  }
+  return 2 * gc_wpk_bytes(g) + (size_t)omp_get_max_threads() * m;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -585,8 +651,10 @@ static const gc_dw_fn gc_dw_rows[5] = {gc_dw_row_1, gc_dw_row_2, gc_dw_row_4, gc
  * (cb, t, c) holds, in lane l, the weight of output channel o = cb*16 + l of the convolution
  * with its group's input channel c at tap t (the data gradient: o an input channel of the
  * forward, c a filter of its group, the tap flipped); the implicit GEMM's: the same in 32-wide
- * vectors (nn_gemm_taps' strips of B, k = t*ci + c). */
-static void gc_pack(const gc_conv *p, const float *w, int dx, float *wpk) {
+ * vectors (nn_gemm_taps' strips of B, k = t*ci + c). tk: a phase's taps (indices into the
+ * kkw taps of w, not flipped). */
+static void gc_pack(const gc_conv *p, const float *w, int dx, const int64_t *tk, int64_t kkw,
+                    float *wpk) {
   const int64_t KK = p->KK, V = p->gemm ? NN_GEMM_NR : p->planar ? p->pf : GC_V;
   if (p->gemm) /* the last strip's columns past Cout */
     memset(wpk, 0, (size_t)((p->Cout + V - 1) / V * V * KK * p->ci) * 4);
@@ -597,7 +665,7 @@ static void gc_pack(const gc_conv *p, const float *w, int dx, float *wpk) {
         if (!dx) v = w[(o * p->ci + c) * KK + t];
         else { /* forward weight (f, cl, tap): f = group's filter c, cl = o's place in its group */
           int64_t f = o / p->fo * p->ci + c, cl = o % p->fo;
-          v = w[(f * p->fo + cl) * KK + (KK - 1 - t)];
+          v = tk ? w[(f * p->fo + cl) * kkw + tk[t]] : w[(f * p->fo + cl) * KK + (KK - 1 - t)];
         }
         wpk[((o / V * KK + t) * p->ci + c) * V + o % V] = v;
       }
@@ -676,9 +744,12 @@ static void gc_plan_band(const gc_conv *p, const struct gc_run *r, const float *
         memset(d, 0, (size_t)Wp * 4);
         continue;
       }
-      memset(d, 0, (size_t)p->pw * 4);
-      memcpy(d + p->pw, src + c * S + ih * p->Wi, (size_t)p->Wi * 4);
-      memset(d + p->pw + p->Wi, 0, (size_t)(Wp - p->pw - p->Wi) * 4);
+      /* columns [j0, j1) from the input (pw < 0 or a short Wp: a phase's window) */
+      int64_t j0 = p->pw > 0 ? p->pw : 0, j1 = p->pw + p->Wi < Wp ? p->pw + p->Wi : Wp;
+      if (j1 < j0) j1 = j0;
+      memset(d, 0, (size_t)j0 * 4);
+      memcpy(d + j0, src + c * S + ih * p->Wi + (j0 - p->pw), (size_t)(j1 - j0) * 4);
+      memset(d + j1, 0, (size_t)(Wp - j1) * 4);
     }
     memset(pl + nin * Wp, 0, (size_t)(PI - nin * Wp) * 4); /* the chunks' overreach */
   }
@@ -691,6 +762,15 @@ static void gc_plan_band(const gc_conv *p, const struct gc_run *r, const float *
                                                    r->bias ? r->bias + o : NULL,
                                                    s->out + o * PO + j0);
   }
+  if (p->osh) { /* a phase: every osw-th column of every osh-th row of dx */
+    for (int64_t o = 0; o < p->Cout; o++)
+      for (int64_t i = 0; i < rows; i++) {
+        float *d = dst + (o * p->oH + p->qh + p->osh * (oh0 + i)) * p->oW + p->qw;
+        const float *q = s->out + o * PO + i * Wp;
+        for (int64_t j = 0; j < p->Wo; j++) d[j * p->osw] = q[j];
+      }
+    return;
+  }
   for (int64_t o = 0; o < p->Cout; o++)
     for (int64_t i = 0; i < rows; i++)
       memcpy(dst + (o * p->Ho + oh0 + i) * p->Wo, s->out + o * PO + i * Wp, (size_t)p->Wo * 4);
@@ -700,7 +780,7 @@ static void gc_plan_band(const gc_conv *p, const struct gc_run *r, const float *
 static void gc_conv_run(const gc_run *r) {
   const gc_conv *p = r->p;
   const int64_t items = p->N * p->items_per_img, isz = p->Cin * p->Hi * p->Wi,
-                osz = p->Cout * p->Ho * p->Wo;
+                osz = p->Cout * (p->osh ? p->oH * p->oW : p->Ho * p->Wo);
 #pragma omp parallel num_threads(r->nt) if (r->nt > 1)
   {
     int k = omp_get_thread_num(), m = omp_get_num_threads();
@@ -782,6 +862,62 @@ static void gc_setup(gc_run *r, const gc_conv *p, const nn_conv_geom *g, void *w
   r->nt = gc_threads(p, ws_bytes - 2 * gc_wpk_bytes(g), r->slot_bytes);
 }
 
+/* The data gradient of a strided convolution by its phases (gc_phase_of), all of them with
+ * the same bands of their rows, band by band (each phase writes every sh-th row, every
+ * sw-th column of dx: one after the other over the whole image they fetched dx's lines
+ * sh*sw times from memory). */
+static void gc_phases(const nn_conv_geom *g, const float *w, const float *gy, float *dx, void *ws,
+                      size_t ws_bytes) {
+  gc_conv ph[GC_MAX_PH];
+  gc_run rr[GC_MAX_PH];
+  int64_t tk[GC_GEMM_TAPS], toff[GC_MAX_PH][GC_GEMM_TAPS], band = 0, ipi = 0;
+  float *wpk = (float *)((char *)ws + gc_wpk_bytes(g));
+  int n = 0;
+  for (int64_t qh = 0; qh < g->s[1]; qh++)
+    for (int64_t qw = 0; qw < g->s[2]; qw++) {
+      if (!gc_phase_of(g, qh, qw, &ph[n], tk, toff[n])) continue;
+      memset(&rr[n], 0, sizeof rr[n]);
+      rr[n].p = &ph[n], rr[n].toff = toff[n], rr[n].wpk = wpk;
+      gc_pack(&ph[n], w, 1, tk, g->k[1] * g->k[2], wpk);
+      wpk += ph[n].Cout * ph[n].ci * ph[n].KK;
+      if (!n || ph[n].band < band) band = ph[n].band;
+      n++;
+    }
+  size_t slot = 0;
+  double work = 0;
+  for (int k = 0; k < n; k++) {
+    gc_conv *p = &ph[k];
+    p->band = band, p->rows = band + p->KH - 1, p->items_per_img = (p->Ho + band - 1) / band;
+    p->PI = p->rows * p->Wp + GC_PCH, p->PO = band * p->Wp + GC_PCH;
+    if (gc_slot_layout(p, NULL, NULL) > slot) slot = gc_slot_layout(p, NULL, NULL);
+    if (p->items_per_img > ipi) ipi = p->items_per_img;
+    work += (double)p->N * p->Ho * p->Wo * p->Cout * p->ci * p->KK;
+  }
+  if (!n) return;
+  char *slots = (char *)ws + 2 * gc_wpk_bytes(g);
+  int64_t nt = omp_get_max_threads(), items = g->N * ipi;
+  if (nt > (int64_t)((ws_bytes - 2 * gc_wpk_bytes(g)) / slot))
+    nt = (int64_t)((ws_bytes - 2 * gc_wpk_bytes(g)) / slot);
+  if (nt > items) nt = items;
+  if (nt < 1 || work < OPF_PAR_MIN) nt = 1;
+  const int64_t isz = g->F * g->out[1] * g->out[2], osz = g->C * g->in[1] * g->in[2];
+#pragma omp parallel num_threads((int)nt) if (nt > 1)
+  {
+    int k = omp_get_thread_num(), m = omp_get_num_threads();
+    for (int64_t it = items * k / m; it < items * (k + 1) / m; it++) {
+      int64_t img = it / ipi, oh0 = it % ipi * band;
+      for (int q = 0; q < n; q++) {
+        const gc_conv *p = &ph[q];
+        if (oh0 >= p->Ho) continue;
+        gc_slot s;
+        gc_slot_layout(p, slots + (size_t)k * slot, &s);
+        gc_plan_band(p, &rr[q], gy + img * isz, oh0, p->Ho - oh0 < band ? p->Ho - oh0 : band, &s,
+                     dx + img * osz);
+      }
+    }
+  }
+}
+
 /* The implicit GEMM's tap offsets: tap t = (kh, kw) of band row j at rb + toff[t]. */
 static void gc_taps(const gc_conv *p, int64_t *toff) {
   for (int64_t t = 0; t < p->KK; t++)
@@ -797,7 +933,7 @@ static void gc_conv_pass(const nn_conv_geom *g, int dx, int kind, void *ws, size
   gc_conv_of(&p, g, dx, kind);
   gc_setup(&r, &p, g, ws, ws_bytes);
   float *wpk = (float *)((char *)ws + (dx ? gc_wpk_bytes(g) : 0));
-  gc_pack(&p, w, dx, wpk);
+  gc_pack(&p, w, dx, NULL, 0, wpk);
   if (p.gemm || p.planar) gc_taps(&p, toff);
   r.src = src, r.wpk = wpk, r.bias = b, r.dst = dst, r.toff = toff;
   gc_conv_run(&r);
@@ -812,7 +948,9 @@ void nn_group_backward(const nn_conv_geom *g, int kind, void *ws, size_t ws_byte
                        const void *w, const void *gy, void *dx, void *dw, void *db) {
   gc_conv p;
   gc_run r;
-  if (dx) gc_conv_pass(g, 1, kind, ws, ws_bytes, gy, w, NULL, dx);
+  if (dx && (g->s[1] > 1 || g->s[2] > 1)) gc_phases(g, w, gy, dx, ws, ws_bytes);
+  else if (dx)
+    gc_conv_pass(g, 1, kind, ws, ws_bytes, gy, w, NULL, dx);
   if (dw || db) {
     gc_conv_of(&p, g, 0, kind == NN_GROUP_BLOCK8 ? kind : GC_KIND_CL);
     gc_setup(&r, &p, g, ws, ws_bytes);

@@ -489,8 +489,8 @@ static void test_float32_paths(void **state) {
 /* The direct kernel of conv_group.c, float32 against float64 (which runs the im2col core):
  * channels per group 1, 2, 4, 8, 16 (permuted and broadcast vectors), filters per group above
  * the channels, the wide blocks (64 filters and more: dilated one-group convolutions, groups
- * of 64), rows narrower than the register blocks, stride 2 (strided data gradient by the
- * core), pads beyond the window, 5x5 windows, dilation with groups, both layouts, N = 1 and
+ * of 64), rows narrower than the register blocks, stride 2 (strided data gradient by
+ * phases, channels first, else by the core), pads beyond the window, 5x5 windows, dilation with groups, both layouts, N = 1 and
  * odd N, 1 and 2 threads. */
 static void test_float32_group_dilation(void **state) {
   (void)state;
@@ -531,6 +531,12 @@ static void test_float32_group_dilation(void **state) {
       {"grouped_conv2d", "x=2x16x12x70 filters=32 kernel=3 pad=3 groups=2"},
       {"grouped_conv2d", "x=3x32x1x40 filters=32 kernel=3 pad=1 groups=4"},
       {"grouped_conv2d", "x=2x32x3x5 filters=64 kernel=3 pad=2 dilation=2 groups=2 b=none"},
+      /* strided data gradients by phases: dilation, stride 3 with a 5x5 window, a 1x1 window
+       * (phases without taps: zeros), no padding, phases of unequal sizes */
+      {"grouped_conv2d", "x=2x32x17x16 filters=32 kernel=3 stride=2 pad=2 dilation=2 groups=4"},
+      {"grouped_conv2d", "x=1x16x14x19 filters=32 kernel=5 stride=3 pad=2 groups=2"},
+      {"grouped_conv2d", "x=2x64x9x10 filters=64 kernel=1 stride=2 groups=8"},
+      {"grouped_conv2d", "x=1x32x12x13 filters=32 kernel=3 stride=2 groups=8 b=none"},
   };
   int saved = omp_get_max_threads();
   for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
