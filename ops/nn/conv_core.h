@@ -148,7 +148,8 @@ void nn_subpix_forward(const nn_conv_geom *g, opf_dtype dt, void *ws, size_t ws_
 /* ---- direct grouped convolution (conv_group.c): 2-D float32 on AVX-512 CPUs, either layout,
  * at most 16 channels per group (a power of two in), output channels in whole vectors ----
  * nn_group_fits(g, dt, 0): forward and weight gradient; (g, dt, 1): also the data gradient
- * (stride 1, pad <= dilation * (k - 1)). ws: nn_group_ws_bytes. */
+ * (stride 1, pad <= dilation * (k - 1); strided: by phases, channels first, 4k channels a
+ * group; not for NN_GROUP_BLOCK8). ws: nn_group_ws_bytes. */
 int nn_group_fits(const nn_conv_geom *g, opf_dtype dt, int dx);
 /* The same bands of rows by an implicit GEMM instead (gemm = 1 below): one group, a dilated
  * window of at most 64 taps, any channel counts, each output row the sum over the taps of

@@ -15,13 +15,22 @@
  * instead run each output row as an implicit GEMM on conv_gemm.c's 14x32 register tile
  * (nn_gemm_taps: K = taps x channels, each tap's A the band row's pixels read in place at
  * its offset, the taps of the window rows outside the input skipped), forward and stride-1
- * data gradient; the weight gradient stays the direct kernel's. */
+ * data gradient; the weight gradient stays the direct kernel's.
+ * The default blocks keep their accumulators in registers through all the taps (14 output
+ * pixels a block with broadcasts, 12 with permutes; the 8-pixel blocks they replaced, whose
+ * accumulators went through memory at every tap, remain as NN_GROUP_BLOCK8). Channels-first
+ * stride-1 passes (groups of 4k filters) run on planar rows instead: each channel's band
+ * rows zero-padded in a plane, output (r, w) the plane's flat position r*Wp + w, so a tap
+ * is a constant offset and a block is 8 (or 4) filters x 32 (64) consecutive positions, a
+ * plain load times a broadcast weight per FMA, no transposes (the columns past Wo computed
+ * and dropped). A strided data gradient runs there too, by phases: dx's pixels
+ * (qh + s*a, qw + s*b) are a stride-1 correlation of gy with the taps that land on them. */
 #include <string.h>
 
 #include "conv_core.h"
 
 #define GC_V 16                             /* floats per vector: output channels per block */
-#define GC_PX 8                             /* output pixels per register block */
+#define GC_PX 8                             /* output pixels a block of NN_GROUP_BLOCK8 */
 #define GC_BAND_BYTES ((int64_t)384 << 10) /* row buffers per item, within L2 */
 /* The implicit GEMM's depth per product: taps of Cin channels summed in the registers (a
  * 14 x 32 tile, its weight strip of GC_GEMM_K x 32 floats in L1) before the output tile is
@@ -491,19 +500,25 @@ typedef void (*gc_fwd_fn)(const gc_conv *, const float *, const float *, const _
 static int gc_log2(int64_t ci) { return ci >= 16 ? 4 : ci >= 8 ? 3 : ci >= 4 ? 2 : ci >= 2 ? 1 : 0; }
 static const gc_fwd_fn gc_fwd8[5] = {gc_fwd_8_1, gc_fwd_8_2, gc_fwd_8_4, gc_fwd_8_8, gc_fwd_8_16};
 static const gc_fwd_fn gc_fwd1[5] = {gc_fwd_1_1, gc_fwd_1_2, gc_fwd_1_4, gc_fwd_1_8, gc_fwd_1_16};
-static const gc_fwd_fn gc_fwdb[5][5] = {{gc_fwdb_14_1, gc_fwdb_8_1, gc_fwdb_4_1, gc_fwdb_2_1, gc_fwdb_1_1},
+static const gc_fwd_fn gc_fwdb[5][5] = {
+    {gc_fwdb_14_1, gc_fwdb_8_1, gc_fwdb_4_1, gc_fwdb_2_1, gc_fwdb_1_1},
     {gc_fwdb_14_2, gc_fwdb_8_2, gc_fwdb_4_2, gc_fwdb_2_2, gc_fwdb_1_2},
     {gc_fwdb_14_4, gc_fwdb_8_4, gc_fwdb_4_4, gc_fwdb_2_4, gc_fwdb_1_4},
     {gc_fwdb_14_8, gc_fwdb_8_8, gc_fwdb_4_8, gc_fwdb_2_8, gc_fwdb_1_8},
     {gc_fwdb_14_16, gc_fwdb_8_16, gc_fwdb_4_16, gc_fwdb_2_16, gc_fwdb_1_16}};
 /* no permuted blocks of 16 channels: a group of 16 inputs fills the vector (fo = 16) */
-static const gc_fwd_fn gc_fwdp[5][5] = {{gc_fwdp0_12_1, gc_fwdp0_8_1, gc_fwdp0_4_1, gc_fwdp0_2_1, gc_fwdp0_1_1},
+static const gc_fwd_fn gc_fwdp[5][5] = {
+    {gc_fwdp0_12_1, gc_fwdp0_8_1, gc_fwdp0_4_1, gc_fwdp0_2_1, gc_fwdp0_1_1},
     {gc_fwdp0_12_2, gc_fwdp0_8_2, gc_fwdp0_4_2, gc_fwdp0_2_2, gc_fwdp0_1_2},
     {gc_fwdp0_12_4, gc_fwdp0_8_4, gc_fwdp0_4_4, gc_fwdp0_2_4, gc_fwdp0_1_4},
-    {gc_fwdp0_12_8, gc_fwdp0_8_8, gc_fwdp0_4_8, gc_fwdp0_2_8, gc_fwdp0_1_8}, {NULL}};
-static const gc_fwd_fn gc_fwdpi[5][5] = {{gc_fwdp1_12_1, gc_fwdp1_8_1, gc_fwdp1_4_1, gc_fwdp1_2_1, gc_fwdp1_1_1},
+    {gc_fwdp0_12_8, gc_fwdp0_8_8, gc_fwdp0_4_8, gc_fwdp0_2_8, gc_fwdp0_1_8},
+    {NULL}};
+static const gc_fwd_fn gc_fwdpi[5][5] = {
+    {gc_fwdp1_12_1, gc_fwdp1_8_1, gc_fwdp1_4_1, gc_fwdp1_2_1, gc_fwdp1_1_1},
     {gc_fwdp1_12_2, gc_fwdp1_8_2, gc_fwdp1_4_2, gc_fwdp1_2_2, gc_fwdp1_1_2},
-    {gc_fwdp1_12_4, gc_fwdp1_8_4, gc_fwdp1_4_4, gc_fwdp1_2_4, gc_fwdp1_1_4}, {NULL}, {NULL}};
+    {gc_fwdp1_12_4, gc_fwdp1_8_4, gc_fwdp1_4_4, gc_fwdp1_2_4, gc_fwdp1_1_4},
+    {NULL},
+    {NULL}};
 
 /* One output row oh (band row j, input rows from rb) into out (Wo x Cout channels-last). */
 __attribute__((target("avx512f"))) static void gc_fwd_row(const gc_conv *p, const float *rb,

@@ -490,8 +490,9 @@ static void test_float32_paths(void **state) {
  * channels per group 1, 2, 4, 8, 16 (permuted and broadcast vectors), filters per group above
  * the channels, the wide blocks (64 filters and more: dilated one-group convolutions, groups
  * of 64), rows narrower than the register blocks, stride 2 (strided data gradient by
- * phases, channels first, else by the core), pads beyond the window, 5x5 windows, dilation with groups, both layouts, N = 1 and
- * odd N, 1 and 2 threads. */
+ * phases, channels first, else by the core), pads beyond the window, 5x5 windows, dilation
+ * with groups, both layouts, N = 1 and odd N, 1 and 2 threads; the 8-pixel blocks
+ * (NN_ALGO_GROUP8) on the same cases. */
 static void test_float32_group_dilation(void **state) {
   (void)state;
   static const char *cases[][2] = {
