@@ -1294,6 +1294,7 @@ static int use_subpix_dx(const nn_conv_geom *g, int algo) {
 /* The direct grouped kernel (conv_group.c) for a plain convolution wherever it fits (dx: its
  * data gradient too): it has no GEMM, so the OpenBLAS alternative keeps it as well. */
 static int use_group(const nn_conv_geom *g, opf_dtype dt, int algo, int dx) {
+  if (dx && algo == NN_ALGO_GROUP8 && nn_conv_strided(g)) return 0; /* before the phases */
   return algo != NN_ALGO_GEMM && algo != NN_ALGO_CORE && nn_group_fits(g, dt, dx);
 }
 
@@ -1304,6 +1305,11 @@ static int use_group_gemm(const nn_conv_geom *g, opf_dtype dt, int algo, int dx)
   return (algo == NN_ALGO_AUTO || algo == NN_ALGO_FAST || algo == NN_ALGO_NOWINO ||
           algo == NN_ALGO_TAPS) &&
          nn_group_gemm_fits(g, dt, dx);
+}
+
+/* conv_group.c's kernels for the algorithm (gemm: use_group_gemm) */
+static int group_kind(int gemm, int algo) {
+  return gemm ? NN_GROUP_GEMM : algo == NN_ALGO_GROUP8 ? NN_GROUP_BLOCK8 : NN_GROUP_DIRECT;
 }
 
 /* out[c] = sum of the big tensor's channel c (a transposed convolution's bias gradient). */
@@ -1329,7 +1335,7 @@ int nn_conv_op_run_fwd(opf_case *c, int algo) {
   }
   int gemm = !tr && use_group_gemm(&g, c->dtype, algo, 0);
   if (gemm || (!tr && use_group(&g, c->dtype, algo, 0))) {
-    nn_group_forward(&g, gemm, c->ws, c->ws_bytes, x, w, op_bias(c), y);
+    nn_group_forward(&g, group_kind(gemm, algo), c->ws, c->ws_bytes, x, w, op_bias(c), y);
     return OPF_OK;
   }
   nn_conv_job j = {.g = &g, .dt = c->dtype, .ws = c->ws, .ws_bytes = c->ws_bytes, .w = w};
@@ -1383,8 +1389,8 @@ int nn_conv_op_run_bwd(opf_case *c, int algo) {
     int dx_done = dx_wino || gemm || use_group(&g, c->dtype, algo, 1);
     int dx_group = dx_done && !dx_wino;
     if (dx_group || wg)
-      nn_group_backward(&g, gemm, c->ws, c->ws_bytes, x, w, gy, dx_group ? dx : NULL,
-                        wg ? dw : NULL, wg ? db : NULL);
+      nn_group_backward(&g, group_kind(gemm, algo), c->ws, c->ws_bytes, x, w, gy,
+                        dx_group ? dx : NULL, wg ? dw : NULL, wg ? db : NULL);
     if (dx_wino && dx) nn_wino_data_grad(&g, c->ws, c->ws_bytes, gy, w, NULL, dx);
     if (!dx_done || !wg) {
       j.big = x, j.gsmall = gy, j.dbig = dx_done ? NULL : dx, j.dw = wg ? NULL : dw;

@@ -148,7 +148,8 @@ void nn_subpix_forward(const nn_conv_geom *g, opf_dtype dt, void *ws, size_t ws_
 /* ---- direct grouped convolution (conv_group.c): 2-D float32 on AVX-512 CPUs, either layout,
  * at most 16 channels per group (a power of two in), output channels in whole vectors ----
  * nn_group_fits(g, dt, 0): forward and weight gradient; (g, dt, 1): also the data gradient
- * (stride 1, pad <= dilation * (k - 1)). ws: nn_group_ws_bytes. */
+ * (stride 1, pad <= dilation * (k - 1); strided: by phases, channels first, 4k channels a
+ * group; not for NN_GROUP_BLOCK8). ws: nn_group_ws_bytes. */
 int nn_group_fits(const nn_conv_geom *g, opf_dtype dt, int dx);
 /* The same bands of rows by an implicit GEMM instead (gemm = 1 below): one group, a dilated
  * window of at most 64 taps, any channel counts, each output row the sum over the taps of
@@ -157,12 +158,15 @@ int nn_group_fits(const nn_conv_geom *g, opf_dtype dt, int dx);
  * the direct kernel's (nn_group_fits(g, dt, 0)). */
 int nn_group_gemm_fits(const nn_conv_geom *g, opf_dtype dt, int dx);
 size_t nn_group_ws_bytes(const nn_conv_geom *g);
-/* y = conv(x, w) + b (b may be NULL); gemm: by the implicit GEMM */
-void nn_group_forward(const nn_conv_geom *g, int gemm, void *ws, size_t ws_bytes, const void *x,
+/* The kernels (`kind` below): the default (register blocks, planar rows for channels-first
+ * stride 1), the implicit GEMM, the 8-pixel channels-last blocks (NN_ALGO_GROUP8). */
+enum { NN_GROUP_DIRECT, NN_GROUP_GEMM, NN_GROUP_BLOCK8 };
+/* y = conv(x, w) + b (b may be NULL), by the kernels `kind` */
+void nn_group_forward(const nn_conv_geom *g, int kind, void *ws, size_t ws_bytes, const void *x,
                       const void *w, const void *b, void *y);
-/* dx (needs nn_group_fits(g, dt, 1), or with gemm nn_group_gemm_fits(g, dt, 1); gemm: by the
- * implicit GEMM), dw and db (need nn_group_fits(g, dt, 0)), each skipped when NULL */
-void nn_group_backward(const nn_conv_geom *g, int gemm, void *ws, size_t ws_bytes, const void *x,
+/* dx (needs nn_group_fits(g, dt, 1), or with NN_GROUP_GEMM nn_group_gemm_fits(g, dt, 1): by
+ * the implicit GEMM), dw and db (need nn_group_fits(g, dt, 0)), each skipped when NULL */
+void nn_group_backward(const nn_conv_geom *g, int kind, void *ws, size_t ws_bytes, const void *x,
                        const void *w, const void *gy, void *dx, void *dw, void *db);
 
 /* ---- the convolutions' GEMM (conv_gemm.c): row-major C = op(A) op(B) + beta C, single
@@ -284,7 +288,9 @@ int nn_conv_op_backward(opf_case *c);
  * before the direct kernel of conv_group.c); NN_ALGO_NOWINO the default's choices without
  * Winograd (conv3d as it was before it); NN_ALGO_DIRECT the default's choices with the direct
  * kernels of conv_group.c and no Winograd (dilated convolutions before both); NN_ALGO_TAPS
- * the same with conv_group.c's implicit GEMM wherever it fits. */
+ * the same with conv_group.c's implicit GEMM wherever it fits; NN_ALGO_GROUP8 the default's
+ * choices with conv_group.c's 8-pixel channels-last blocks (before its register blocks and
+ * planar kernels). */
 enum {
   NN_ALGO_AUTO,
   NN_ALGO_GEMM,
@@ -293,7 +299,8 @@ enum {
   NN_ALGO_CORE,
   NN_ALGO_NOWINO,
   NN_ALGO_DIRECT,
-  NN_ALGO_TAPS
+  NN_ALGO_TAPS,
+  NN_ALGO_GROUP8
 };
 int nn_conv_op_run_fwd(opf_case *c, int algo);
 int nn_conv_op_run_bwd(opf_case *c, int algo);

@@ -8,7 +8,9 @@
  * "col2im" (the transposed convolutions as they were: forward GEMM + col2im, backward
  * im2col + GEMM), "im2col" of grouped_conv2d and dilated_conv2d (the im2col core with the
  * own GEMM kernel, as they ran before the direct kernel of conv_group.c), "direct" of
- * dilated_conv2d (the direct kernels of conv_group.c, before its implicit GEMM). The default
+ * dilated_conv2d (the direct kernels of conv_group.c, before its implicit GEMM), "block8" of
+ * grouped_conv2d and "group8" of conv2d (conv_group.c's 8-pixel channels-last blocks, before
+ * its register blocks and planar rows). The default
  * (native) picks per case. "openblas" (every convolution): the
  * default's algorithms with OpenBLAS GEMMs instead of the float32 AVX-512 kernel of
  * conv_gemm.c ("im2col" and "col2im" use OpenBLAS too, as before that kernel). */
@@ -28,6 +30,8 @@ static int direct_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_DIRECT
 static int direct_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_DIRECT); }
 static int taps_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_TAPS); }
 static int taps_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_TAPS); }
+static int group8_fwd(opf_case *c) { return nn_conv_op_run_fwd(c, NN_ALGO_GROUP8); }
+static int group8_bwd(opf_case *c) { return nn_conv_op_run_bwd(c, NN_ALGO_GROUP8); }
 
 #define CONV_IMPL(op, nm, what, f, b)                                                          \
   {.abi = OPF_OP_ABI, .name = nm, .implements = op, .summary = what, .forward = f, .backward = b}
@@ -62,6 +66,11 @@ OPPERF_IMPL(conv3d_transpose_col2im) = CONV_IMPL("conv3d_transpose", "col2im",
 OPPERF_IMPL(grouped_conv2d_im2col) = CONV_IMPL("grouped_conv2d", "im2col",
                                                "the im2col core with per-group GEMMs (before "
                                                "the direct group kernel)", core_fwd, core_bwd);
+#define GROUP8_WHAT                                                                            \
+  "conv_group.c's 8-pixel channels-last blocks (before its register blocks and planar rows)"
+OPPERF_IMPL(grouped_conv2d_block8) = CONV_IMPL("grouped_conv2d", "block8", GROUP8_WHAT,
+                                               group8_fwd, group8_bwd);
+OPPERF_IMPL(conv2d_group8) = CONV_IMPL("conv2d", "group8", GROUP8_WHAT, group8_fwd, group8_bwd);
 OPPERF_IMPL(dilated_conv2d_im2col) = CONV_IMPL("dilated_conv2d", "im2col",
                                                "the im2col core with dilated taps (before the "
                                                "direct kernel)", core_fwd, core_bwd);

@@ -489,9 +489,10 @@ static void test_float32_paths(void **state) {
 /* The direct kernel of conv_group.c, float32 against float64 (which runs the im2col core):
  * channels per group 1, 2, 4, 8, 16 (permuted and broadcast vectors), filters per group above
  * the channels, the wide blocks (64 filters and more: dilated one-group convolutions, groups
- * of 64), rows narrower than the register blocks, stride 2 (strided data gradient by the
- * core), pads beyond the window, 5x5 windows, dilation with groups, both layouts, N = 1 and
- * odd N, 1 and 2 threads. */
+ * of 64), rows narrower than the register blocks, stride 2 (strided data gradient by
+ * phases, channels first, else by the core), pads beyond the window, 5x5 windows, dilation
+ * with groups, both layouts, N = 1 and odd N, 1 and 2 threads; the 8-pixel blocks
+ * (NN_ALGO_GROUP8) on the same cases. */
 static void test_float32_group_dilation(void **state) {
   (void)state;
   static const char *cases[][2] = {
@@ -517,6 +518,26 @@ static void test_float32_group_dilation(void **state) {
       {"dilated_conv2d", "x=2x12x11x8 filters=64 kernel=3 pad=1 dilation=2 layout=NHWC"},
       {"dilated_conv2d", "x=1x64x9x5 filters=64 kernel=3 pad=2 dilation=2"},
       {"grouped_conv2d", "x=1x16x9x10 filters=128 kernel=3 pad=1 groups=2"},
+      /* the register blocks' widths: 14 (broadcast) or 12 (permuted) pixels, then 8, 4, 2, 1
+       * (29 = 14+14+1, 31 = 12+12+4+2+1...): 16, 8 (permuted), 4 of 8 filters, 2 (in-lane) */
+      {"grouped_conv2d", "x=2x64x6x29 filters=64 kernel=3 pad=1 groups=4"},
+      {"grouped_conv2d", "x=2x64x7x43 filters=64 kernel=3 pad=2 dilation=2 groups=4 b=none"},
+      {"grouped_conv2d", "x=1x6x31x64 filters=64 kernel=3 pad=1 groups=8 layout=NHWC"},
+      {"grouped_conv2d", "x=1x32x5x27 filters=64 kernel=3 pad=1 groups=8"},
+      {"grouped_conv2d", "x=1x16x5x23 filters=16 kernel=3 pad=1 groups=8"},
+      {"grouped_conv2d", "x=1x128x6x30 filters=128 kernel=3 stride=2 pad=1 groups=32"},
+      /* planar rows (channels first, stride 1, 8 filters a block): 5x5, pads beyond the
+       * window (the data gradient by the core), one-row images, 16 and 32 filters a group */
+      {"grouped_conv2d", "x=1x32x9x11 filters=32 kernel=5 pad=1 groups=4"},
+      {"grouped_conv2d", "x=2x16x12x70 filters=32 kernel=3 pad=3 groups=2"},
+      {"grouped_conv2d", "x=3x32x1x40 filters=32 kernel=3 pad=1 groups=4"},
+      {"grouped_conv2d", "x=2x32x3x5 filters=64 kernel=3 pad=2 dilation=2 groups=2 b=none"},
+      /* strided data gradients by phases: dilation, stride 3 with a 5x5 window, a 1x1 window
+       * (phases without taps: zeros), no padding, phases of unequal sizes */
+      {"grouped_conv2d", "x=2x32x17x16 filters=32 kernel=3 stride=2 pad=2 dilation=2 groups=4"},
+      {"grouped_conv2d", "x=1x16x14x19 filters=32 kernel=5 stride=3 pad=2 groups=2"},
+      {"grouped_conv2d", "x=2x64x9x10 filters=64 kernel=1 stride=2 groups=8"},
+      {"grouped_conv2d", "x=1x32x12x13 filters=32 kernel=3 stride=2 groups=8 b=none"},
   };
   int saved = omp_get_max_threads();
   for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
@@ -525,6 +546,7 @@ static void test_float32_group_dilation(void **state) {
       check_f32(cases[k][0], cases[k][1], NN_ALGO_AUTO);
       /* the default now takes Winograd for most dilated ones: the direct kernels as well */
       if (!strcmp(cases[k][0], "dilated_conv2d")) check_f32(cases[k][0], cases[k][1], NN_ALGO_DIRECT);
+      else check_f32(cases[k][0], cases[k][1], NN_ALGO_GROUP8); /* the 8-pixel blocks */
     }
   omp_set_num_threads(saved);
 }
