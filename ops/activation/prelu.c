@@ -5,7 +5,6 @@
  * column sum, act_common.h's channel view and blocked driver) and lines of one channel
  * (x (N, C, S...) with S > 1, or a single slope: per-line partial sums). Both are one pass. */
 #include "activation/act_common.h"
-#include "shape/shape.h" /* shp_streams, shp_stream_avx512: the streamed output */
 
 enum { IN_X = 0, IN_A = 1 };
 /* A single slope splits x into lines of this many elements, so its gradient sum still runs
@@ -13,13 +12,6 @@ enum { IN_X = 0, IN_A = 1 };
 #define PRELU_LINE 4096
 /* Lanes of a line's gradient sum (independent double accumulators, vectorised). */
 #define PRELU_LANES 32
-/* Lines forward past the LLC (shp_streams: x and y together from 32 MiB on one thread, 40 MiB
- * from two) computes chunks of this many bytes into an L1 buffer and streams them out to y:
- * y skips the read-for-ownership and no longer pushes x out of the cache between calls. A
- * standalone loop over (32,64,56,56) float32 (medians of 15, load 2.6): 1142 -> 862 us on
- * one thread, 487 -> 361 us on two; direct streaming stores from the kernel 854 / 354 us, a
- * buffer of 8 KiB 1093 us on one thread. */
-#define PRELU_NT_BYTES 2048
 
 typedef struct prelu_geom {
   int64_t n, C, S; /* elements, slopes, elements per (row, channel) */
@@ -107,14 +99,12 @@ typedef struct prelu_ctx {
   prelu_geom g;
   act_cview v; /* rows mode */
   int bwd;
-  int nt; /* lines forward: y streamed (PRELU_NT_BYTES) */
 } prelu_ctx;
 
 static void prelu_ctx_init(prelu_ctx *p, const opf_case *c) {
   p->c = c;
   p->g = prelu_geometry(c);
   p->bwd = 0;
-  p->nt = 0;
   if (p->g.rows) act_cview_init(&p->v, p->g.n, p->g.C, c->dtype, c->in[IN_A].data);
 }
 
@@ -143,20 +133,6 @@ static void prelu_block(void *v, int64_t o, int64_t rows, int64_t w, int64_t c0,
   }
 }
 
-/* Forward of one line of len elements with slope *a through an L1 buffer streamed to y. */
-static void prelu_line_fwd_nt(opf_dtype dt, const void *x, const void *a, void *y, int64_t len) {
-  _Alignas(64) char buf[PRELU_NT_BYTES];
-  const int64_t es = (int64_t)opf_dtype_size(dt), per = PRELU_NT_BYTES / es;
-  for (int64_t i = 0; i < len; i += per) {
-    const int64_t m = len - i < per ? len - i : per;
-    if (dt == OPF_F32)
-      prelu_line_fwd_f32((const float *)x + i, *(const float *)a, (float *)(void *)buf, m);
-    else
-      prelu_line_fwd_f64((const double *)x + i, *(const double *)a, (double *)(void *)buf, m);
-    shp_stream_avx512((char *)y + i * es, buf, (size_t)(m * es));
-  }
-}
-
 /* lines mode: lines [lo, hi), forward, or backward with each line's partial sum in ws */
 static void prelu_lines(int64_t lo, int64_t hi, void *v) {
   const prelu_ctx *p = v;
@@ -165,12 +141,7 @@ static void prelu_lines(int64_t lo, int64_t hi, void *v) {
   double *part = c->ws;
   for (int64_t l = lo; l < hi; l++) {
     const int64_t o = l * g->L, len = g->n - o < g->L ? g->n - o : g->L, ch = l % g->C;
-    if (p->nt) {
-      const size_t es = opf_dtype_size(c->dtype);
-      prelu_line_fwd_nt(c->dtype, (const char *)c->in[IN_X].data + (size_t)o * es,
-                        (const char *)c->in[IN_A].data + (size_t)ch * es,
-                        (char *)c->out[0].data + (size_t)o * es, len);
-    } else if (c->dtype == OPF_F32) {
+    if (c->dtype == OPF_F32) {
       const float *x = PRELU_PTR(c->in[IN_X], const float, o);
       const float a = PRELU_PTR(c->in[IN_A], const float, 0)[ch];
       if (p->bwd)
@@ -188,22 +159,15 @@ static void prelu_lines(int64_t lo, int64_t hi, void *v) {
         prelu_line_fwd_f64(x, a, PRELU_PTR(c->out[0], double, o), len);
     }
   }
-  if (p->nt) shp_sfence();
 }
 
-/* stream: y may be streamed (the default; the "plain" implementation stores through the
- * cache at every size). */
-static int prelu_fwd(opf_case *c, int stream) {
+static int prelu_forward(opf_case *c) {
   prelu_ctx p;
   prelu_ctx_init(&p, c);
-  p.nt = stream && !p.g.rows &&
-         shp_streams(2.0 * (double)p.g.n * (double)opf_dtype_size(c->dtype));
   if (p.g.rows) act_cview_map(&p.v, prelu_block, &p);
   else opf_parallel_range(p.g.nl, OPF_PAR_MIN / p.g.L + 1, prelu_lines, &p);
   return OPF_OK;
 }
-static int prelu_forward(opf_case *c) { return prelu_fwd(c, 1); }
-static int prelu_forward_plain(opf_case *c) { return prelu_fwd(c, 0); }
 
 /* Both gradients come from one pass; dalpha is optional (NULL: not stored). */
 static int prelu_backward(opf_case *c) {
@@ -301,7 +265,3 @@ OPPERF_OP(prelu) = {
     .flops = prelu_flops,
     .bytes = prelu_bytes,
 };
-
-OPPERF_IMPL(prelu_plain) = {.abi = OPF_OP_ABI, .name = "plain", .implements = "prelu",
-                            .summary = "forward stores y through the cache at every size",
-                            .forward = prelu_forward_plain, .backward = prelu_backward};
