@@ -1,6 +1,7 @@
 /* conv_common.h: helpers shared by the NCHW nn operators (conv2d.c, pool2d.c, batch_norm.c):
  * window geometry (output sizes, the output range whose window tap lands inside the input),
- * shape validation with clear messages, and the scalar accessors the references use. */
+ * shape validation with clear messages, the scalar accessors the references use, and the
+ * lane sums of a set of vectors (global pooling in pool_global.c and resize.c). */
 #ifndef OPPERF_NN_CONV_COMMON_H
 #define OPPERF_NN_CONV_COMMON_H
 
@@ -77,5 +78,31 @@ static inline void nn_st(void *p, opf_dtype dt, int64_t i, double v) {
   if (dt == OPF_F32) ((float *)p)[i] = (float)v;
   else ((double *)p)[i] = v;
 }
+
+/* ---- lane sums of V vectors at once ----
+ * m[0, V) are 64-byte GCC vectors of V lanes (16 floats or 8 doubles). On return m[0] holds
+ * in lane p the sum of m[p]'s lanes, added in the order of a fold by halves (lane i plus lane
+ * i + V/2, then the same on the lower half, down to one lane), so bit for bit what folding
+ * each vector alone gives. A transpose-reduce: each step merges two vectors (one two-source
+ * shuffle of each's lower and upper halves) into one holding twice the vectors at half the
+ * lanes, so V vectors cost V - 1 merges instead of V log2 V rotations. m is overwritten. */
+#define NN_LANESUMS(T, IT, S, V)                                                               \
+  typedef T nn_vec_##S __attribute__((vector_size(64)));                                      \
+  typedef IT nn_ivec_##S __attribute__((vector_size(64)));                                    \
+  static inline __attribute__((always_inline)) void nn_lanesums_##S(nn_vec_##S *m) {          \
+    const nn_ivec_##S lm = NN_LANE_IDX_##S;                                                   \
+    for (int w = V / 2, cnt = V; w >= 1; w /= 2, cnt /= 2) {                                  \
+      /* result lane i: lane i % w of the lower (lo) or upper (lo + w) half of vector group  \
+       * i / w of the two sources concatenated (groups of 2w lanes, the first source's first) */ \
+      const nn_ivec_##S lo = lm / w * 2 * w + lm % w;                                         \
+      for (int q = 0; q < cnt / 2; q++)                                                       \
+        m[q] = __builtin_shuffle(m[2 * q], m[2 * q + 1], lo) +                                \
+               __builtin_shuffle(m[2 * q], m[2 * q + 1], lo + w);                             \
+    }                                                                                         \
+  }
+#define NN_LANE_IDX_f32 {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+#define NN_LANE_IDX_f64 {0, 1, 2, 3, 4, 5, 6, 7}
+NN_LANESUMS(float, int32_t, f32, 16)
+NN_LANESUMS(double, int64_t, f64, 8)
 
 #endif

@@ -125,8 +125,8 @@ enum { G_SHORT = 16 }; /* short channels-first planes reduced together (gshort) 
   }                                                                                           \
   /* Sums of V planes of n >= V elements (8x2048x4x7x7 average), times scale: each plane in \
    * G_ACC vector accumulators with its last n % V elements added to lane 0, then the V     \
-   * vectors reduced together as in gmaxv (the 16 scalar lane adds per plane of gsum_run    \
-   * were a third of the time at 196 elements). */                                         \
+   * vectors' lanes summed together (nn_lanesums; the 16 scalar lane adds per plane of      \
+   * gsum_run were a third of the time at 196 elements). */                                  \
   OPF_VEC static void gsumv_##S(const T *x, int64_t n, T *restrict y, T scale) {             \
     enum { V = LANES_##S };                                                                   \
     vf_##S m[V];                                                                              \
@@ -138,13 +138,7 @@ enum { G_SHORT = 16 }; /* short channels-first planes reduced together (gshort) 
       for (; i < n; i++) tail += xp[i];                                                       \
       m[p][0] += tail;                                                                        \
     }                                                                                         \
-    const vm_##S lm = LANE_IDX_##S;                                                           \
-    for (int w = V / 2, cnt = V; w >= 1; w /= 2, cnt /= 2) {                                  \
-      const vm_##S lom = lm / w * 2 * w + lm % w;                                             \
-      for (int q = 0; q < cnt / 2; q++)                                                       \
-        m[q] = __builtin_shuffle(m[2 * q], m[2 * q + 1], lom) +                               \
-               __builtin_shuffle(m[2 * q], m[2 * q + 1], lom + w);                            \
-    }                                                                                         \
+    nn_lanesums_##S(m);                                                                       \
     m[0] *= scale;                                                                            \
     memcpy(y, &m[0], sizeof m[0]);                                                            \
   }                                                                                           \

@@ -281,11 +281,72 @@ static void test_layouts_agree(void **state) {
   }
 }
 
+/* Global average pooling (output_size=1, NCHW) sums each plane as one vector accumulator of
+ * 64 bytes (16 floats, 8 doubles) folded by halves, plus the scalar tail, times 1/(H*W) in
+ * the dtype; whole groups of a vector's lanes in planes go through a kernel of their own
+ * (rs_sumv: the folds of the group together, prefetches) and must give those sums bit for
+ * bit, and the reference's within rounding. Cases: planes of exactly one vector, of one plus
+ * a tail of one, of a vector's lanes minus one (float32: 15, no vector: the scalar sum), tails
+ * of every length class, plane counts with and without a partial group, more planes than
+ * one row block (496 rows of 49 floats), output (H, 1) (rows of W), on 1 and 2 threads. */
+static double global_avg_formula(const opf_tensor *x, int64_t r, int64_t n, opf_dtype dt) {
+  double lane[16] = {0}, t = 0, s = 1.0 / (double)n;
+  const int V = dt == OPF_F32 ? 16 : 8;
+  int64_t nv = n / V * V;
+  for (int64_t i = 0; i < nv; i++) { /* each lane's sum in the dtype's rounding */
+    double v = lane[i % V] + ts_get(x, r * n + i);
+    lane[i % V] = dt == OPF_F32 ? (double)(float)v : v;
+  }
+  for (int64_t j = nv; j < n; j++) t = dt == OPF_F32 ? (double)(float)(t + ts_get(x, r * n + j))
+                                                     : t + ts_get(x, r * n + j);
+  if (nv) {
+    for (int w = V / 2; w >= 1; w /= 2)
+      for (int i = 0; i < w; i++)
+        lane[i] = dt == OPF_F32 ? (double)(float)(lane[i] + lane[i + w]) : lane[i] + lane[i + w];
+    t = dt == OPF_F32 ? (double)(float)(t + lane[0]) : t + lane[0];
+  }
+  return dt == OPF_F32 ? (double)((float)s * (float)t) : s * t;
+}
+
+static void test_global_avg_exact(void **state) {
+  (void)state;
+  const opf_op *op = ts_op("adaptive_avg_pool2d");
+  const char *specs[] = {"x=2x16x4x4 output_size=1",     "x=3x17x7x7 output_size=1",
+                         "x=1x33x4x5 output_size=1",     "x=2x9x1x17 output_size=1",
+                         "x=1x40x3x5 output_size=1",     "x=1x21x16x16 output_size=1",
+                         "x=2x19x37x41 output_size=1",   "x=3x700x7x7 output_size=1",
+                         "x=2x24x9x31 output_size=9,1",  "x=1x16x1x7 output_size=1"};
+  int saved = omp_get_max_threads();
+  for (int th = 1; th <= 2; th++)
+    for (int d = 0; d < 2; d++)
+      for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
+        omp_set_num_threads(th);
+        opf_dtype dt = d ? OPF_F64 : OPF_F32;
+        opf_case c;
+        ts_case_ready(&c, op, dt, specs[k], 0, 11 + k);
+        assert_int_equal(op->forward(&c), OPF_OK);
+        const opf_tensor *x = &c.in[0], *y = &c.out[0];
+        int64_t rows = opf_numel(y), n = opf_numel(x) / rows;
+        for (int64_t r = 0; r < rows; r++) {
+          double want = global_avg_formula(x, r, n, dt), got = ts_get(y, r);
+          if (memcmp(&got, &want, sizeof got))
+            fail_msg("%s %s, %d threads: y[%lld] = %.17g, the per-plane sum gives %.17g",
+                     specs[k], opf_dtype_name(dt), th, (long long)r, got, want);
+        }
+        char msg[256];
+        if (ts_compare_reference(&c, dt == OPF_F32 ? 1e-5 : 1e-12, msg, sizeof msg))
+          fail_msg("%s %s: %s", specs[k], opf_dtype_name(dt), msg);
+        opf_case_release(&c);
+      }
+  omp_set_num_threads(saved);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden_models),     cmocka_unit_test(test_semantics),
       cmocka_unit_test(test_roi_values),        cmocka_unit_test(test_errors),
       cmocka_unit_test(test_depthwise_vs_grouped), cmocka_unit_test(test_layouts_agree),
+      cmocka_unit_test(test_global_avg_exact),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
