@@ -333,26 +333,67 @@ VM512_KI __m512 vm512_powf16(__m512 a, __m512 b) {
   return vm512_powf16_l(a, b, lhi, llo);
 }
 
+/* ln(wh + wl) for wh >= 1 (normal, finite) and |wl| <= ulp(wh), to float32 accuracy (about
+ * 0.6 ulp): vm512_log2f_hl's reduction with natural-log tables (ln c = hi + lo, hi on a
+ * 2^-16 grid so that k ln2_hi + hi, with ln 2's first 16 bits, is exact), ln(1 + r) = r + r^2
+ * (c2 + c3 r + c4 r^2 + c5 r^3) (2^-29.6 relative at |r| = 0.0234), and the first-order terms
+ * of plo and wl; no double-float sum (the result only needs float32's precision). */
+static const float vm512_lncf_hi[32] = {
+    -0x1.63p-2f, -0x1.4cap-2f, -0x1.36b8p-2f, -0x1.2144p-2f,
+    -0x1.0c44p-2f, -0x1.ef58p-3f, -0x1.c7p-3f, -0x1.9f7p-3f,
+    -0x1.7898p-3f, -0x1.528p-3f, -0x1.2d18p-3f, -0x1.0858p-3f,
+    -0x1.c88p-4f, -0x1.819p-4f, -0x1.3bep-4f, -0x1.eeap-5f,
+    -0x1.67cp-5f, -0x1.c64p-6f, -0x1.828p-7f, 0.0f,
+    0x1.39ep-5f, 0x1.165p-4f, 0x1.8c3p-4f, 0x1.fedp-4f,
+    0x1.372p-3f, 0x1.6d6p-3f, 0x1.a238p-3f, 0x1.d5cp-3f,
+    0x1.0404p-2f, 0x1.1c88p-2f, 0x1.347cp-2f, 0x1.4be4p-2f,
+};
+static const float vm512_lncf_lo[32] = {
+    -0x1.9a5d56p-21f, 0x1.f47e8ep-18f, 0x1.8a9c1ep-18f, -0x1.5483aep-20f,
+    0x1.2ae9eap-18f, -0x1.6d96e8p-18f, 0x1.0dc3fcp-21f, 0x1.e23fbcp-18f,
+    -0x1.b4888ap-20f, 0x1.a1d5e4p-19f, 0x1.e96798p-19f, -0x1.8e99e4p-19f,
+    -0x1.6116f2p-18f, -0x1.f89d04p-18f, 0x1.6505c2p-21f, -0x1.9c2036p-20f,
+    -0x1.26fdaap-18f, 0x1.7c9f5ap-21f, 0x1.d8fe3cp-18f, 0.0f,
+    0x1.0dc3fep-18f, 0x1.b8851cp-19f, 0x1.1978c6p-18f, -0x1.baf89p-18f,
+    -0x1.f4f0b8p-22f, 0x1.f9c33ap-20f, 0x1.dfff16p-18f, 0x1.0a1a7ep-18f,
+    -0x1.a494b2p-18f, 0x1.8b369ap-18f, 0x1.db2988p-18f, 0x1.f93778p-18f,
+};
+VM512_KI __m512 vm512_lnf_hl(__m512 wh, __m512 wl) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512i ix = _mm512_castps_si512(wh);
+  const __m512i tmp = _mm512_sub_epi32(ix, _mm512_set1_epi32(0x3f330000));
+  const __m512i idx = _mm512_srli_epi32(tmp, 18);
+  const __m512i top = _mm512_and_si512(tmp, _mm512_set1_epi32((int)0xff800000u));
+  const __m512 z = _mm512_castsi512_ps(_mm512_sub_epi32(ix, top));
+  const __m512 k = _mm512_cvtepi32_ps(_mm512_srai_epi32(top, 23));
+  const __m512 invc = VM512_PERM32(vm512_invcf, idx);
+  const __m512 p = VM512_MULR(z, invc), plo = _mm512_fmsub_ps(z, invc, p);
+  const __m512 r = VM512_SUBR(p, one);
+  const __m512 hi = _mm512_fmadd_ps(k, _mm512_set1_ps(0x1.62e4p-1f), VM512_PERM32(vm512_lncf_hi, idx));
+  __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(0x1.99999ap-3f), r, _mm512_set1_ps(-0.25f));
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0x1.555556p-2f));
+  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(-0.5f));
+  __m512 small = _mm512_fmadd_ps(k, _mm512_set1_ps(0x1.7f7d1cp-20f), VM512_PERM32(vm512_lncf_lo, idx));
+  small = _mm512_add_ps(small, _mm512_fnmadd_ps(r, plo, plo)); /* plo / (1 + r) */
+  small = _mm512_fmadd_ps(wl, _mm512_rcp14_ps(wh), small);      /* wl / wh */
+  small = _mm512_fmadd_ps(_mm512_mul_ps(r, r), q, small);
+  return _mm512_add_ps(hi, _mm512_add_ps(r, small));
+}
+
 /* acosh, float32 path for 1 <= x <= 2^60: s = sqrt(x^2 - 1) (x^2 - 1 rounded once by an FMA)
- * plus its first-order correction (v - s^2) / 2s, x + s = wh + wl (Fast2Sum, s <= x), ln wh
- * from vm512_log2f_hl times ln 2 in two parts, plus wl / wh (wl <= ulp(wh) / 2, so a 14-bit
- * reciprocal is plenty). Other vectors: vm512_acosh16 (float64). */
+ * plus its first-order correction (v - s^2) / 2s, x + s = wh + wl (Fast2Sum, s <= x), and
+ * vm512_lnf_hl. Other vectors: vm512_acosh16 (float64). */
 VM512_KI __m512 vm512_acoshf16(__m512 x) {
   const __m512 one = _mm512_set1_ps(1.0f);
   const __mmask16 fast = _mm512_cmp_ps_mask(x, one, _CMP_GE_OQ) &
                          _mm512_cmp_ps_mask(x, _mm512_set1_ps(0x1p60f), _CMP_LE_OQ);
-  if (fast != 0xFFFF) return vm512_acosh16(x);
+  if (__builtin_expect(fast != 0xFFFF, 0)) return vm512_acosh16(x);
   const __m512 xm1 = _mm512_sub_ps(x, one), v = _mm512_fmadd_ps(xm1, x, xm1);
   const __m512 s = _mm512_min_ps(x, _mm512_sqrt_ps(v));
   const __m512 rs = _mm512_min_ps(_mm512_rcp14_ps(s), _mm512_set1_ps(0x1p30f)); /* s = 0: 0 */
   const __m512 slo = _mm512_mul_ps(_mm512_fnmadd_ps(s, s, v), _mm512_mul_ps(rs, _mm512_set1_ps(0.5f)));
   const __m512 wh = VM512_ADDR(x, s), wl = _mm512_add_ps(VM512_SUBR(s, VM512_SUBR(wh, x)), slo);
-  __m512 lo;
-  const __m512 hi = vm512_log2f_hl(wh, &lo);
-  const __m512 ln2h = _mm512_set1_ps(0x1.62e43p-1f);
-  __m512 small = _mm512_fmadd_ps(lo, ln2h, _mm512_mul_ps(wl, _mm512_rcp14_ps(wh)));
-  small = _mm512_fmadd_ps(hi, _mm512_set1_ps(-0x1.05c61p-29f), small);
-  return _mm512_fmadd_ps(hi, ln2h, small);
+  return vm512_lnf_hl(wh, wl);
 }
 
 /* ---- loops ---- */
