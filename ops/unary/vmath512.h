@@ -4,7 +4,7 @@
  * relative error below 2^-36) and exp2 (16 entries, degree-4 series, 2^-34), so that b log2 a
  * is exact to about 2^-36 relative and a^b within about one float32 rounding even at
  * |b log2 a| = 150 (the float32 generic path: 1e-5 there). atan2 is bmath.h's formula (Cephes'
- * atanf core, one division) in intrinsics. Rows: two vectors per step, unmasked main loops
+ * atanf core, one division) in intrinsics; rint, floor, ceil and trunc one vroundscaleps. Rows: two vectors per step, unmasked main loops
  * and one masked tail (masked stores cost more on AMD cores); a broadcast operand is a
  * register, and pow's broadcast base takes its logarithm once per row. */
 #ifndef OPPERF_VMATH512_H
@@ -420,6 +420,29 @@ VM512_T __attribute__((unused)) static void vm512_acosh_f32(const float *restric
   VM512_UNARY_LOOP(vm512_acoshf16);
 }
 
+/* Rounding to integers by vroundscaleps alone (the generic rint-based forms take 3-6 operations
+ * per element: GCC expands floor, ceil and trunc to it only without -ftrapping-math). mode:
+ * VM512_RINT, VM512_FLOOR, VM512_CEIL, VM512_TRUNC (roundscale's immediate, inexact
+ * suppressed); an immediate per loop. */
+#define VM512_RINT (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define VM512_FLOOR (_MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
+#define VM512_CEIL (_MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC)
+#define VM512_TRUNC (_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)
+#define VM512_RS_RINT(v) _mm512_roundscale_ps(v, VM512_RINT)
+#define VM512_RS_FLOOR(v) _mm512_roundscale_ps(v, VM512_FLOOR)
+#define VM512_RS_CEIL(v) _mm512_roundscale_ps(v, VM512_CEIL)
+#define VM512_RS_TRUNC(v) _mm512_roundscale_ps(v, VM512_TRUNC)
+VM512_T __attribute__((unused)) static void vm512_round_f32(const float *restrict x,
+                                                            float *restrict y, int64_t n,
+                                                            int mode) {
+  switch (mode) {
+  case VM512_RINT: VM512_UNARY_LOOP(VM512_RS_RINT); break;
+  case VM512_FLOOR: VM512_UNARY_LOOP(VM512_RS_FLOOR); break;
+  case VM512_CEIL: VM512_UNARY_LOOP(VM512_RS_CEIL); break;
+  default: VM512_UNARY_LOOP(VM512_RS_TRUNC); break;
+  }
+}
+
 /* Operand k of a row whose stride s is 1 or 0 (broadcast: R, a register). */
 #define VM512_LD(p, s, R, k) ((s) ? _mm512_loadu_ps((p) + (k)) : (R))
 #define VM512_LDM(m, p, s, R, k) ((s) ? _mm512_maskz_loadu_ps(m, (p) + (k)) : (R))
@@ -475,6 +498,14 @@ VM512_BINARY_KERNEL(vm512_pow_rows, vm512_pow_row)
 
 #else /* not x86: the generic loops only */
 #define VM512_OK() 0
+#define VM512_RINT 0
+#define VM512_FLOOR 1
+#define VM512_CEIL 2
+#define VM512_TRUNC 3
+static inline void vm512_round_f32(const float *restrict x, float *restrict y, int64_t n,
+                                   int mode) {
+  (void)x, (void)y, (void)n, (void)mode;
+}
 static inline void vm512_acosh_f32(const float *restrict x, float *restrict y, int64_t n) {
   (void)x, (void)y, (void)n;
 }
