@@ -1,12 +1,15 @@
-/* vmath512.h: float32 AVX-512 kernels of pow, atan2 and arccosh (x86-64 with AVX-512F/DQ,
- * chosen at run time by VM512_OK(); elsewhere the generic loops of bmath.h and trig.c run).
- * pow and arccosh go through float64: a table-based log2 (16 entries, degree-7 series,
- * relative error below 2^-36) and exp2 (16 entries, degree-4 series, 2^-34), so that b log2 a
- * is exact to about 2^-36 relative and a^b within about one float32 rounding even at
- * |b log2 a| = 150 (the float32 generic path: 1e-5 there). atan2 is bmath.h's formula (Cephes'
- * atanf core, one division) in intrinsics; rint, floor, ceil and trunc one vroundscaleps. Rows: two vectors per step, unmasked main loops
- * and one masked tail (masked stores cost more on AMD cores); a broadcast operand is a
- * register, and pow's broadcast base takes its logarithm once per row. */
+/* vmath512.h: float32 AVX-512 kernels of pow, atan2, arccosh and rint/floor/ceil/trunc
+ * (x86-64 with AVX-512F/DQ, chosen at run time by VM512_OK(); elsewhere, and on arm64, the
+ * generic loops of bmath.h, trig.c and rounding.c run). pow: log2|a| as a double-float
+ * (32-entry tables, relative error about 2^-35) times b, then 2^(hi + lo), all on 16 float32
+ * lanes: within one ulp of the rounded a^b even at |b log2 a| = 150 (the generic float32 path
+ * loses 1e-5 there); vectors with zero, subnormal, infinite or NaN operands or saturating
+ * results take a float64 path (16-entry log2 and exp2 tables) that handles every case.
+ * arccosh: ln(x + sqrt(x^2 - 1)) with compensated square root and logarithm (1 ulp).
+ * atan2: bmath.h's formula (Cephes' atanf core, one division) in intrinsics. Rounding: one
+ * vroundscaleps. Loops: two vectors per step, unmasked main loops and one masked tail (masked
+ * stores cost more on AMD cores); a broadcast operand is a register, and pow's broadcast base
+ * takes its logarithm once per row. */
 #ifndef OPPERF_VMATH512_H
 #define OPPERF_VMATH512_H
 
@@ -200,7 +203,7 @@ VM512_KI __m512 vm512_acosh16(__m512 x) {
 }
 
 /* ---- float32 arithmetic with a double-float logarithm ----
- * The same reductions on 16 float32 lanes (vpermt2ps: 32-entry tables): log2 x as hi + lo
+ * The reductions above on 16 float32 lanes (vpermt2ps: 32-entry tables): log2 x as hi + lo
  * (relative error about 2^-35) and 2^(hi + lo), so b log2 a needs no float64 conversion.
  * x = 2^k z, z in [0x1.66p-1, 0x1.66p+0) (OFF 0x3f330000 as in glibc's logf), 32 intervals;
  * z invc = p + plo exactly (an FMA gives plo), r = p - 1 exact; log2 z = logc + log2(1 + r)
@@ -269,19 +272,26 @@ static const float vm512_log2f_c[5] = {-0x1.715476p-1f, 0x1.ec709ep-2f, -0x1.715
 #define VM512_SUBR(a, b) _mm512_sub_round_ps(a, b, VM512_RN)
 #define VM512_PERM32(t, idx) _mm512_permutex2var_ps(_mm512_loadu_ps(t), idx, _mm512_loadu_ps((t) + 16))
 
-/* log2 x = hi + lo for positive normal finite x (other lanes: unspecified); *invc gets the
- * interval's 1 / c (for first-order corrections of x). */
-VM512_KI __m512 vm512_log2f_hl(__m512 x, __m512 *lo) {
-  const __m512 one = _mm512_set1_ps(1.0f), ih = _mm512_set1_ps(0x1.715476p+0f);
+/* log2 x = hi + lo for positive normal finite x (other lanes: unspecified). */
+/* The reduction shared by vm512_log2f_hl and vm512_lnf_hl: x = 2^k z, the table index of z,
+ * and r + plo = z invc - 1 exactly. */
+VM512_KI __m512 vm512_logf_reduce(__m512 x, __m512i *idx, __m512 *k, __m512 *plo) {
   const __m512i ix = _mm512_castps_si512(x);
   const __m512i tmp = _mm512_sub_epi32(ix, _mm512_set1_epi32(0x3f330000));
-  const __m512i idx = _mm512_srli_epi32(tmp, 18); /* vpermt2ps reads the low 5 bits */
   const __m512i top = _mm512_and_si512(tmp, _mm512_set1_epi32((int)0xff800000u));
   const __m512 z = _mm512_castsi512_ps(_mm512_sub_epi32(ix, top));
-  const __m512 k = _mm512_cvtepi32_ps(_mm512_srai_epi32(top, 23));
-  const __m512 invc = VM512_PERM32(vm512_invcf, idx);
-  const __m512 p = VM512_MULR(z, invc), plo = _mm512_fmsub_ps(z, invc, p);
-  const __m512 r = VM512_SUBR(p, one);
+  *idx = _mm512_srli_epi32(tmp, 18); /* vpermt2ps reads the low 5 bits */
+  *k = _mm512_cvtepi32_ps(_mm512_srai_epi32(top, 23));
+  const __m512 invc = VM512_PERM32(vm512_invcf, *idx);
+  const __m512 p = VM512_MULR(z, invc);
+  *plo = _mm512_fmsub_ps(z, invc, p);
+  return VM512_SUBR(p, _mm512_set1_ps(1.0f));
+}
+VM512_KI __m512 vm512_log2f_hl(__m512 x, __m512 *lo) {
+  const __m512 ih = _mm512_set1_ps(0x1.715476p+0f);
+  __m512i idx;
+  __m512 k, plo;
+  const __m512 r = vm512_logf_reduce(x, &idx, &k, &plo);
   const __m512 rh = VM512_MULR(r, ih);
   const __m512 rl = _mm512_fmadd_ps(r, _mm512_set1_ps(0x1.4ae0cp-26f), _mm512_fmsub_ps(r, ih, rh));
   __m512 q = _mm512_set1_ps(vm512_log2f_c[4]);
@@ -359,16 +369,9 @@ static const float vm512_lncf_lo[32] = {
     -0x1.a494b2p-18f, 0x1.8b369ap-18f, 0x1.db2988p-18f, 0x1.f93778p-18f,
 };
 VM512_KI __m512 vm512_lnf_hl(__m512 wh, __m512 wl) {
-  const __m512 one = _mm512_set1_ps(1.0f);
-  const __m512i ix = _mm512_castps_si512(wh);
-  const __m512i tmp = _mm512_sub_epi32(ix, _mm512_set1_epi32(0x3f330000));
-  const __m512i idx = _mm512_srli_epi32(tmp, 18);
-  const __m512i top = _mm512_and_si512(tmp, _mm512_set1_epi32((int)0xff800000u));
-  const __m512 z = _mm512_castsi512_ps(_mm512_sub_epi32(ix, top));
-  const __m512 k = _mm512_cvtepi32_ps(_mm512_srai_epi32(top, 23));
-  const __m512 invc = VM512_PERM32(vm512_invcf, idx);
-  const __m512 p = VM512_MULR(z, invc), plo = _mm512_fmsub_ps(z, invc, p);
-  const __m512 r = VM512_SUBR(p, one);
+  __m512i idx;
+  __m512 k, plo;
+  const __m512 r = vm512_logf_reduce(wh, &idx, &k, &plo);
   const __m512 hi = _mm512_fmadd_ps(k, _mm512_set1_ps(0x1.62e4p-1f), VM512_PERM32(vm512_lncf_hi, idx));
   __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(0x1.99999ap-3f), r, _mm512_set1_ps(-0.25f));
   q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0x1.555556p-2f));
