@@ -3,10 +3,18 @@
  * (bmath.h): hypot scales by powers of two instead of dividing, atan2 uses one division and
  * a polynomial (float32) or rational (float64) core. */
 #include "binary/bmath.h"
+#include "unary/vmath512.h"
 
 BO_MAP(fwd_hypot_f32, float, float, bm_hypot_f32)
 BO_MAP(fwd_hypot_f64, double, double, bm_hypot_f64)
-BO_MAP(fwd_atan2_f32, float, float, bm_atan2_f32)
+/* float32 atan2: the same formula in AVX-512 intrinsics (vmath512.h) where the CPU has it:
+ * short broadcast rows (10000x1 by 1x100) take one masked tail instead of scalar remainders */
+BO_MAP(fwd_atan2_f32_vec, float, float, bm_atan2_f32)
+static void fwd_atan2_f32(void *const *p, const int64_t *s, const int64_t *os, int64_t rows,
+                          int64_t n, int first) {
+  if (VM512_OK()) vm512_atan2_rows(p, s, os, rows, n);
+  else fwd_atan2_f32_vec(p, s, os, rows, n, first);
+}
 BO_MAP(fwd_atan2_f64, double, double, bm_atan2_f64)
 
 /* hypot: da = g a / y, db = g b / y with y = hypot(a, b), the forward output. atan2: da =

@@ -2,8 +2,16 @@
  * with C's special cases, integers (int32/int64) by squaring with NumPy's wrap-around, and
  * the float gradients reduced over broadcast dims. */
 #include "binary/bmath.h"
+#include "unary/vmath512.h"
 
-BO_FWD_KERNEL(fwd_pow_f32, float, float, bm_pow_row_f32)
+/* float32: the AVX-512 kernel (vmath512.h: float64 log2 and exp2, about 1 ulp) where the CPU
+ * has it, else the generic rows (float32 exp and log: 1e-5 relative at |b log a| = 88). */
+BO_FWD_KERNEL(fwd_pow_f32_vec, float, float, bm_pow_row_f32)
+static void fwd_pow_f32(void *const *p, const int64_t *s, const int64_t *os, int64_t rows,
+                        int64_t n, int first) {
+  if (VM512_OK()) vm512_pow_rows(p, s, os, rows, n);
+  else fwd_pow_f32_vec(p, s, os, rows, n, first);
+}
 BO_FWD_KERNEL(fwd_pow_f64, double, double, bm_pow_row_f64)
 BO_FWD_KERNEL(fwd_pow_i32, int32_t, int32_t, bm_ipow_row_i32)
 BO_FWD_KERNEL(fwd_pow_i64, int64_t, int64_t, bm_ipow_row_i64)

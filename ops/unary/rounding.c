@@ -4,14 +4,26 @@
 #include <math.h>
 
 #include "unary/unary_map.h"
+#include "unary/vmath512.h"
 
 /* One rounding per element (counted as one flop). */
 /*         name   forward               reference */
 UM_MAP_FWD(round, VM_FP(round, x),      round, 1, UM_PAR_CHEAP)
-UM_MAP_FWD(rint,  VM_FP(rint, x),       rint,  1, UM_PAR_CHEAP)
-UM_MAP_FWD(trunc, VM_FP(trunc, x),      trunc, 1, UM_PAR_CHEAP)
-UM_MAP_FWD(floor, VM_FP(floor, x),      floor, 1, UM_PAR_CHEAP)
-UM_MAP_FWD(ceil,  VM_FP(ceil, x),       ceil,  1, UM_PAR_CHEAP)
+/* rint, trunc, floor, ceil: float32 by vmath512.h's vroundscaleps loop where the CPU has
+ * AVX-512, else the generic loop (the same results: rounding is exact). */
+#define ROUND_MAP(name, MODE)                                                                 \
+  UM_FWD_LOOP(name##_vec, float, f32, VM_FP(name, x))                                         \
+  UM_FWD_LOOP(name, double, f64, VM_FP(name, x))                                              \
+  static void name##_fwd_f32(const float *restrict x, float *restrict y, int64_t n) {        \
+    if (VM512_OK()) vm512_round_f32(x, y, n, MODE);                                           \
+    else name##_vec_fwd_f32(x, y, n);                                                         \
+  }                                                                                           \
+  UM_HOOK_FNS(name, name, NULL, UM_PAR_CHEAP, NULL, NULL)                                     \
+  UM_MODELS(name, 1, 0, UM_R_NONE)
+ROUND_MAP(rint, VM512_RINT)
+ROUND_MAP(trunc, VM512_TRUNC)
+ROUND_MAP(floor, VM512_FLOOR)
+ROUND_MAP(ceil, VM512_CEIL)
 
 /* Half of the elements snapped to the quarter grid, so exact ties (where round and rint
  * differ), integers and signed zeros are exercised, not only generic values. */

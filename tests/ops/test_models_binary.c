@@ -190,6 +190,122 @@ static void test_special_values(void **state) {
   check_special_pairs("minimum", np_minimum, 0, 0);
 }
 
+/* ---- float32 accuracy over dense grids (pow, atan2) ----
+ * Distance of got from want (the float64 reference rounded to float32) in float32 ulps of
+ * want (subnormal: 2^-149); NaN matches NaN, infinities and zeros must match exactly (zeros
+ * with their sign); any other mismatch is huge. */
+static double ulps32(double got, double want) {
+  if (isnan(want) || isnan(got)) return isnan(want) && isnan(got) ? 0 : 1e30;
+  if (isinf(want) || isinf(got)) return got == want ? 0 : 1e30;
+  if (want == 0 && got == 0) return signbit(got) == signbit(want) ? 0 : 1e30;
+  return fabs(got - want) / (fabs(want) < FLT_MIN ? 0x1p-149 : ldexp(1, ilogb(want) - 23));
+}
+/* The AVX-512 kernels (vmath512.h) run on this host: their bounds are tighter than the
+ * generic loops'. */
+static int have_avx512(void) {
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+#else
+  return 0;
+#endif
+}
+/* op over every pair of na bases and nb exponents, float32, both ways round: a as a column
+ * (na x 1 by 1 x nb: a broadcast along rows) and as a row (1 x na by nb x 1: b broadcast),
+ * so both stride patterns and the masked row tails run. Each result must be within
+ * bound(a, b) ulps of (float)ref(a, b); returns the worst ratio error / bound. */
+static double check_grid(const char *name, double (*ref)(double, double), const float *a,
+                         int na, const float *b, int nb, double (*bound)(double, double)) {
+  double worst = 0;
+  for (int way = 0; way < 2; way++) {
+    char spec[96];
+    if (way == 0) snprintf(spec, sizeof spec, "a=%dx1 b=1x%d", na, nb);
+    else snprintf(spec, sizeof spec, "a=1x%d b=%dx1", na, nb);
+    opf_case c;
+    ts_case_ready(&c, ts_op(name), OPF_F32, spec, 0, 1);
+    for (int i = 0; i < na; i++) ts_set(&c.in[0], i, a[i]);
+    for (int j = 0; j < nb; j++) ts_set(&c.in[1], j, b[j]);
+    if (c.op->forward(&c)) fail_msg("%s: %s", name, c.err.msg);
+    for (int i = 0; i < na; i++)
+      for (int j = 0; j < nb; j++) {
+        const double x = a[i], y = b[j];
+        const double got = ts_get(&c.out[0], way == 0 ? (int64_t)i * nb + j : (int64_t)j * na + i);
+        const double want = (double)(float)ref(x, y), e = ulps32(got, want) / bound(x, y);
+        if (e > 1)
+          fail_msg("%s float32 (%s): %s(%.9g, %.9g) = %.9g, want %.9g (%.3g ulp, bound %.3g)", name,
+                   spec, name, x, y, got, want, ulps32(got, want), bound(x, y));
+        if (e > worst) worst = e;
+      }
+    opf_case_release(&c);
+  }
+  return worst;
+}
+/* pow: AVX-512 within one ulp of the rounded result (b log2 a carried to 2^-35); the generic
+ * float32 path loses about |b ln a| ulp (exp(b log a) in float32), as test_special_values
+ * allows, and is not checked within 2 of the overflow and underflow thresholds (|b log2 a|
+ * >= 126), where its float32 exp saturates early (FLT_MAX^1 gives inf there). */
+static double pow_bound(double a, double b) {
+  if (have_avx512()) return 1;
+  const double t = fabs(b * log2(fabs(a)));
+  return isfinite(t) && t >= 126 ? 1e300 : 4 + 2 * (isfinite(t) ? t : 0);
+}
+static double atan2_bound(double a, double b) {
+  (void)a, (void)b;
+  return 2; /* Cephes' atanf core (1.3 ulp) and the quadrant steps, on both paths */
+}
+/* Bases: C99's special values, subnormals, FLT_MAX, 1 +- a few ulps, and both signs of
+ * m 2^e for e in [-40, 40] and 12 mantissas; exponents: zeros, infinities, NaN, small and huge
+ * integers (odd and even, 2^24 + 2 even, 2^23 + 1 odd), halves, subnormal, and values that put
+ * b log2 a near the overflow and underflow thresholds for bases of a few magnitudes. */
+static void test_pow_accuracy(void **state) {
+  (void)state;
+  enum { NA = 2 * 81 * 12 + 24, NB = 64 };
+  static float a[NA], b[NB];
+  int na = 0, nb = 0;
+  const float sa[] = {0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY, NAN, 1e-40f, -1e-40f,
+                      0x1p-149f, FLT_MIN, -FLT_MIN, FLT_MAX, -FLT_MAX, 1 + 0x1p-23f,
+                      1 - 0x1p-24f, 1 + 0x1p-20f, 1 - 0x1p-20f, -1 - 0x1p-23f, 2.0f, -2.0f,
+                      0.5f, 10.0f, -3.0f};
+  for (size_t i = 0; i < sizeof sa / sizeof *sa; i++) a[na++] = sa[i];
+  for (int e = -40; e <= 40; e++)
+    for (int m = 0; m < 12; m++) {
+      const float v = ldexpf(1 + m / 12.0f + (float)(e & 7) / 4096, e);
+      a[na++] = v, a[na++] = -v;
+    }
+  const float sb[] = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, -2.0f, 3.0f, -3.0f, 0.5f, -0.5f, 1.5f,
+                      -2.5f, INFINITY, -INFINITY, NAN, 1e-40f, 0x1p24f + 2, 0x1p23f + 1,
+                      -(0x1p23f + 1), 1e10f, -1e10f, 7.0f, 0.1f, -0.3f, 1.0f / 3};
+  for (size_t i = 0; i < sizeof sb / sizeof *sb; i++) b[nb++] = sb[i];
+  /* b = c / log2(m) for m of a few magnitudes: results near 2^c, c up to the thresholds */
+  const float cs[] = {-149.5f, -140, -126.2f, -100, -30, 30, 100, 127.9f, 128.1f};
+  const float ms[] = {1.001f, 1.5f, 3.0f, 1000.0f};
+  for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
+    for (size_t j = 0; j < sizeof ms / sizeof *ms; j++) b[nb++] = cs[i] / log2f(ms[j]);
+  assert_true(na <= NA && nb <= NB);
+  check_grid("pow", pow, a, na, b, nb, pow_bound);
+  /* dense: a in [1/64, 64), b in [-20, 20) (every result in range), 1537 x 77 */
+  enum { DA = 1537, DB = 77 };
+  static float da[DA], db[DB];
+  for (int i = 0; i < DA; i++) da[i] = exp2f(-6 + 12.0f * (float)i / DA);
+  for (int j = 0; j < DB; j++) db[j] = -20 + 40.0f * (float)j / DB + 0.0137f;
+  check_grid("pow", pow, da, DA, db, DB, pow_bound);
+}
+/* atan2 over both signs of zero, infinities, NaN, subnormals and m 2^e for e in [-30, 30]. */
+static void test_atan2_accuracy(void **state) {
+  (void)state;
+  enum { N = 2 * 61 * 5 + 10 };
+  static float v[N];
+  int n = 0;
+  const float sv[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f, -1e-40f, 0x1p-149f,
+                      FLT_MAX, -FLT_MAX};
+  for (size_t i = 0; i < sizeof sv / sizeof *sv; i++) v[n++] = sv[i];
+  for (int e = -30; e <= 30; e++)
+    for (int m = 0; m < 5; m++) {
+      const float x = ldexpf(1 + m / 5.0f + 0.013f * (float)(e & 3), e);
+      v[n++] = x, v[n++] = -x;
+    }
+  check_grid("atan2", atan2, v, n, v, n, atan2_bound);
+}
+
 /* mod near integer quotients (a = k b +- 1 ulp) and with quotients beyond the fast path
  * (|a / b| >= 2^22 / 2^51, taking the fmod fallback): exact against NumPy's formula. */
 static void test_mod_exact(void **state) {
@@ -434,6 +550,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_models),          cmocka_unit_test(test_errors),
       cmocka_unit_test(test_special_values),  cmocka_unit_test(test_mod_exact),
+      cmocka_unit_test(test_pow_accuracy),    cmocka_unit_test(test_atan2_accuracy),
       cmocka_unit_test(test_int_mod),         cmocka_unit_test(test_int_pow),
       cmocka_unit_test(test_threaded_reductions), cmocka_unit_test(test_tie_gradient),
       cmocka_unit_test(test_inplace_stability), cmocka_unit_test(test_logic_outcomes),
