@@ -80,10 +80,12 @@ BM_MOD_INT_DEF(int64_t, uint64_t, i64)
 /* ---- pow: exp(b log|a|) with C's special cases ----
  * Negative bases take the sign of odd integer exponents and give NaN for non-integers; b == 0
  * and a == 1 give 1 (even with NaN), |a| == 1 with infinite b gives 1; zero and infinite
- * bases follow from log(0) = -inf and log(inf) = inf. Error: the exponent b log|a| carries
- * about |b log a| ulp, so results far from 1 lose a few bits (float32: 1e-5 relative at
- * |b log a| = 88). bm_pow_fix applies the special cases to e = exp(b log|a|). */
-#define BM_POW_DEF(T, SUF, EXP, LOG, RINT, FABS, TOBITS, SHIFT)                               \
+ * bases follow from log(0) = -inf and log(inf) = inf. float32 forms b log|a| and its exp in
+ * float64 (W), rounded once at the end: in float32 the exponent carried about |b log a| ulp
+ * (1e-5 relative at |b log a| = 88) and exp saturated early (FLT_MAX^1 gave inf); this is the
+ * path of CPUs without AVX-512 and of arm64 (ops/unary/vmath512.h has the AVX-512 kernel).
+ * float64: about |b log a| ulp. bm_pow_fix applies the special cases to e = exp(b log|a|). */
+#define BM_POW_DEF(T, W, SUF, EXP, LOG, RINT, FABS, TOBITS, SHIFT)                            \
   BO_KI T bm_pow_fix_##SUF(T e, T a, T b) {                                                   \
     const T ax = FABS(a), half = b * (T)0.5;                                                  \
     const int integral = RINT(b) == b, odd = integral & (RINT(half) != half);                 \
@@ -97,18 +99,19 @@ BM_MOD_INT_DEF(int64_t, uint64_t, i64)
    * 1.39 -> 0.61 ns per float32 element measured in L1 on Zen5. */                           \
   BO_KI void bm_pow_row_##SUF(T *restrict y, const T *restrict a, const T *restrict b,        \
                               int64_t n, const int sa, const int sb) {                        \
-    T t[BM_POW_BLOCK];                                                                        \
+    W t[BM_POW_BLOCK];                                                                        \
     for (int64_t k0 = 0; k0 < n; k0 += BM_POW_BLOCK) {                                        \
       const int64_t m = n - k0 < BM_POW_BLOCK ? n - k0 : BM_POW_BLOCK;                        \
       const T *restrict ab = a + (sa ? k0 : 0), *restrict bb = b + (sb ? k0 : 0);             \
-      for (int64_t k = 0; k < m; k++) t[k] = BO_AT(bb, sb, k) * LOG(FABS(BO_AT(ab, sa, k)));  \
       for (int64_t k = 0; k < m; k++)                                                         \
-        y[k0 + k] = bm_pow_fix_##SUF(EXP(t[k]), BO_AT(ab, sa, k), BO_AT(bb, sb, k));          \
+        t[k] = (W)BO_AT(bb, sb, k) * LOG((W)FABS(BO_AT(ab, sa, k)));                          \
+      for (int64_t k = 0; k < m; k++)                                                         \
+        y[k0 + k] = bm_pow_fix_##SUF((T)EXP(t[k]), BO_AT(ab, sa, k), BO_AT(bb, sb, k));       \
     }                                                                                         \
   }
 #define BM_POW_BLOCK 256
-BM_POW_DEF(float, f32, vm_expf, vm_logf, __builtin_rintf, __builtin_fabsf, vm_f2u, 31)
-BM_POW_DEF(double, f64, vm_exp, vm_log, __builtin_rint, __builtin_fabs, vm_d2u, 63)
+BM_POW_DEF(float, double, f32, vm_exp, vm_log, __builtin_rintf, __builtin_fabsf, vm_f2u, 31)
+BM_POW_DEF(double, double, f64, vm_exp, vm_log, __builtin_rint, __builtin_fabs, vm_d2u, 63)
 
 /* pow's gradient terms from the forward output y = a^b: da = g b y / a, zero where b == 0;
  * at a == 0 (y / a undefined) b 0^(b-1) is taken directly: 0 for b > 1, 1 for b == 1, and

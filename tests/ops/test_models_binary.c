@@ -200,15 +200,6 @@ static double ulps32(double got, double want) {
   if (want == 0 && got == 0) return signbit(got) == signbit(want) ? 0 : 1e30;
   return fabs(got - want) / (fabs(want) < FLT_MIN ? 0x1p-149 : ldexp(1, ilogb(want) - 23));
 }
-/* The AVX-512 kernels (vmath512.h) run on this host: their bounds are tighter than the
- * generic loops'. */
-static int have_avx512(void) {
-#if defined(__x86_64__)
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-#else
-  return 0;
-#endif
-}
 /* op over every pair of na bases and nb exponents, float32, both ways round: a as a column
  * (na x 1 by 1 x nb: a broadcast along rows) and as a row (1 x na by nb x 1: b broadcast),
  * so both stride patterns and the masked row tails run. Each result must be within
@@ -239,14 +230,12 @@ static double check_grid(const char *name, double (*ref)(double, double), const 
   }
   return worst;
 }
-/* pow: AVX-512 within one ulp of the rounded result (b log2 a carried to 2^-35); the generic
- * float32 path loses about |b ln a| ulp (exp(b log a) in float32), as test_special_values
- * allows, and is not checked within 2 of the overflow and underflow thresholds (|b log2 a|
- * >= 126), where its float32 exp saturates early (FLT_MAX^1 gives inf there). */
+/* pow: within one ulp of the rounded result on both paths: AVX-512 carries b log2 a to
+ * 2^-35, the generic float32 path forms exp(b log a) in float64 (it lost about |b ln a| ulp in
+ * float32 and saturated early: FLT_MAX^1 gave inf, 2 ulp at pow(1e-40, 0.5)). */
 static double pow_bound(double a, double b) {
-  if (have_avx512()) return 1;
-  const double t = fabs(b * log2(fabs(a)));
-  return isfinite(t) && t >= 126 ? 1e300 : 4 + 2 * (isfinite(t) ? t : 0);
+  (void)a, (void)b;
+  return 1;
 }
 static double atan2_bound(double a, double b) {
   (void)a, (void)b;
