@@ -4,10 +4,9 @@
  * twice and checks the JSON: every record ok; `instructions` and `cycles` counted with a value;
  * instructions per call of each case the same in both runs within REPEAT_ABS (see below). Then
  * one run with more events than counters: `instructions` says scaled with its running
- * percentage, and its per-call value stays within 1% of the counted one. This fails today:
- * `instructions` falls from 43% running to "not counted" case after case (the harness scales
- * each short sample on its own; a likely cause is samples aliasing with the kernel's 4 ms
- * rotation, which -icount makes perfectly periodic). Skips (exit 77) when
+ * percentage, and its per-call value stays within SCALED_TOL (2%) of the counted one (when
+ * this test was written, `instructions` fell from 43% running to "not counted" case after
+ * case: the harness scaled each short sample on its own). Skips (exit 77) when
  * the initramfs has no aarch64 opperf (scripts/pmu-lab could not cross-build it). */
 #include <cjson/cJSON.h>
 #include <fcntl.h>
@@ -24,7 +23,11 @@
  * two runs differ by a fraction of an instruction per call (seen: at most 0.011 with address
  * randomisation off). Not timing noise: bounded, hence an absolute tolerance of REPEAT_ABS. */
 #define REPEAT_ABS 0.05 /* instructions per call */
-#define SCALED_TOL 0.01
+/* A scaled count is an estimate: each sample's count times enabled / running, the event on a
+ * counter 30-65% of the time. Over the 13 small add cases the worst case was 0.56%, 0.85% and
+ * 1.27% off the counted run in three lab runs of the same build (2026-11-28): 2% keeps the
+ * test about the scaling being right, not about that spread. */
+#define SCALED_TOL 0.02
 
 static int run_opperf(const char *out, const char *events, const char *ops[], int n_ops) {
   char *argv[40];
