@@ -10,6 +10,7 @@
 
 #include "unary/unary_map.h"
 #include "unary/vlibm.h"
+#include "unary/vmath512.h" /* VM512_T, VM512_OK(): the AVX-512 target and run-time check */
 #ifdef OPF_X86
 #include <immintrin.h>
 #endif
@@ -113,10 +114,9 @@ static const float act_gelu_lt[5][16] = {
 /* 2^f = 1 + f q(f), q from the highest degree down; relative error 1.2e-08 */
 static const float act_gelu_q[6] = {0.000208179146f, 0.00126921665f, 0.0096521955f,
                                     0.0554960221f, 0.240227208f, 0.693147182f};
-#define ACT_GELU_T __attribute__((target("avx512f,avx512dq")))
 /* h = cdf(-a), a = min(|x|, 14.5) (+0 for -0), as described above; a NaN x gives a number:
  * callers keep NaN themselves. */
-ACT_GELU_T static inline __m512 act_gelu_h16_avx512(__m512 x, const __m512 *lt, __m512 *a_out) {
+VM512_T static inline __m512 act_gelu_h16_avx512(__m512 x, const __m512 *lt, __m512 *a_out) {
   const __m512 one = _mm512_set1_ps(1.0f);
   const __m512 a = _mm512_range_ps(x, _mm512_set1_ps(14.5f), 0xA); /* min(|x|, 14.5), +0 */
   const __m512i j = _mm512_srli_epi32(_mm512_castps_si512(_mm512_add_ps(a, one)), 21);
@@ -132,15 +132,15 @@ ACT_GELU_T static inline __m512 act_gelu_h16_avx512(__m512 x, const __m512 *lt, 
   return _mm512_scalef_ps(_mm512_fmadd_ps(q, f, one), s);
 }
 /* Lanes whose sign bit is clear (x >= +0). */
-ACT_GELU_T static inline __mmask16 act_nonneg16(__m512 x) {
+VM512_T static inline __mmask16 act_nonneg16(__m512 x) {
   return _mm512_testn_epi32_mask(_mm512_castps_si512(x), _mm512_set1_epi32(INT32_MIN));
 }
-ACT_GELU_T static inline __m512 act_gelu16_avx512(__m512 x, const __m512 *lt) {
+VM512_T static inline __m512 act_gelu16_avx512(__m512 x, const __m512 *lt) {
   __m512 a;
   const __m512 h = act_gelu_h16_avx512(x, lt, &a); /* cdf(-|x|) */
   return _mm512_mul_ps(x, _mm512_mask_sub_ps(h, act_nonneg16(x), _mm512_set1_ps(1.0f), h));
 }
-ACT_GELU_T __attribute__((unused)) static void act_gelu_f32_avx512(
+VM512_T __attribute__((unused)) static void act_gelu_f32_avx512(
     const float *restrict x, const float *restrict b, float *restrict y, int64_t n) {
   __m512 lt[5];
   for (int k = 0; k < 5; k++) lt[k] = _mm512_loadu_ps(act_gelu_lt[k]);
@@ -170,7 +170,7 @@ ACT_GELU_T __attribute__((unused)) static void act_gelu_f32_avx512(
  * |r| <= ln2 / 2: 3.1e-9, 1.2e-7 evaluated in float32, as vm_expf's degree-5 P), 2^n by
  * vscalefps (exact, gradual underflow: results below 2^-126 are subnormal, not flushed). v
  * below -120 is taken as -120 (exp under 2^-173: 0; -inf gives 0); NaN propagates. */
-ACT_GELU_T static inline __m512 act_exp_nonpos16_avx512(__m512 v, __m512 lo) {
+VM512_T static inline __m512 act_exp_nonpos16_avx512(__m512 v, __m512 lo) {
   v = _mm512_max_ps(_mm512_set1_ps(-120.0f), v); /* NaN in v is kept (second operand) */
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(v, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -189,7 +189,7 @@ ACT_GELU_T static inline __m512 act_exp_nonpos16_avx512(__m512 v, __m512 lo) {
  * a^2 (the generic float32 path loses 6e-8 a^2 relative there); x >= +0: 1 - h + a pdf,
  * else h - a pdf. a is clamped at 14.5 as in the forward: beyond, a pdf(a) < 1.5e-45 and the
  * result is 1 or -0 give or take a few subnormals; NaN stays NaN. */
-ACT_GELU_T static inline __m512 act_gelu_grad16_avx512(__m512 x, const __m512 *lt) {
+VM512_T static inline __m512 act_gelu_grad16_avx512(__m512 x, const __m512 *lt) {
   __m512 a;
   const __m512 h = act_gelu_h16_avx512(x, lt, &a);
   const __m512 hi = _mm512_mul_ps(a, a), lo = _mm512_fmsub_ps(a, a, hi);
@@ -206,7 +206,7 @@ ACT_GELU_T static inline __m512 act_gelu_grad16_avx512(__m512 x, const __m512 *l
  * 9.1e-8 evaluated in float32), expm1(v) = 2^n expm1(r) + (2^n - 1) by one FMA (exactly
  * expm1(r) when n = 0, so small |v| keeps its relative precision). v below -30 is taken as
  * -30 (expm1 = -1 in float32); -inf gives -1, -0 gives +0, NaN NaN. */
-ACT_GELU_T static inline __m512 act_expm1_nonpos16_avx512(__m512 v) {
+VM512_T static inline __m512 act_expm1_nonpos16_avx512(__m512 v) {
   v = _mm512_max_ps(_mm512_set1_ps(-30.0f), v); /* NaN in v is kept (second operand) */
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(v, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -227,7 +227,7 @@ ACT_GELU_T static inline __m512 act_expm1_nonpos16_avx512(__m512 v) {
  * operations per 16 elements, this 15). Relative precision where the gradient is tiny (x >> 0,
  * y = -exp(-x) to first order) is y's own, the forward's; x = +inf (y = -0) gives 0, -inf
  * (y = -inf) 1, NaN NaN. */
-ACT_GELU_T static inline __m512 act_log_sigmoid_grad16_avx512(__m512 y, const __m512 *unused) {
+VM512_T static inline __m512 act_log_sigmoid_grad16_avx512(__m512 y, const __m512 *unused) {
   (void)unused;
   const __m512 m = act_expm1_nonpos16_avx512(y);
   return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(m), _mm512_set1_epi32(INT32_MIN)));
@@ -255,7 +255,7 @@ ACT_GELU_T static inline __m512 act_log_sigmoid_grad16_avx512(__m512 y, const __
       _mm512_mask_storeu_ps(dx + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, dy + i), G(v, lt))); \
     }                                                                                         \
   } while (0)
-ACT_GELU_T __attribute__((unused)) static void act_gelu_grad_f32_avx512(
+VM512_T __attribute__((unused)) static void act_gelu_grad_f32_avx512(
     const float *restrict x, const float *restrict b, const float *restrict dy,
     float *restrict dx, int64_t n) {
   __m512 lt[5];
@@ -263,15 +263,13 @@ ACT_GELU_T __attribute__((unused)) static void act_gelu_grad_f32_avx512(
   ACT_GRAD_LOOP(act_gelu_grad16_avx512, lt);
 }
 /* dx[i] = dy[i] (-expm1(y[i])), y = log_sigmoid(x) */
-ACT_GELU_T __attribute__((unused)) static void act_log_sigmoid_grad_f32_avx512(
+VM512_T __attribute__((unused)) static void act_log_sigmoid_grad_f32_avx512(
     const float *restrict y, const float *restrict dy, float *restrict dx, int64_t n) {
   const float *b = NULL, *x = y;
   ACT_GRAD_LOOP(act_log_sigmoid_grad16_avx512, NULL);
 }
 #undef ACT_GRAD_LOOP
-#define ACT_GELU_AVX512() (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
 #else
-#define ACT_GELU_AVX512() 0
 static inline void act_gelu_f32_avx512(const float *restrict x, const float *restrict b,
                                        float *restrict y, int64_t n) {
   (void)x, (void)b, (void)y, (void)n;

@@ -57,12 +57,12 @@ UM_MAP(selu, UM_C(SELU_SCALE) * VM_SEL(x > 0, x, UM_C(SELU_ALPHA) * ELU_EXPM1(x)
 UM_LOOPS(gelu_vec, float, f32, ACT_GELU(x), dy * ACT_GELU_GRAD(x))
 UM_LOOPS(gelu, double, f64, ACT_GELU(x), dy * ACT_GELU_GRAD(x))
 static void gelu_fwd_f32(const float *restrict x, float *restrict y, int64_t n) {
-  if (ACT_GELU_AVX512()) act_gelu_f32_avx512(x, NULL, y, n);
+  if (VM512_OK()) act_gelu_f32_avx512(x, NULL, y, n);
   else gelu_vec_fwd_f32(x, y, n);
 }
 static void gelu_bwd_f32(const float *restrict x, const float *restrict y,
                          const float *restrict dy, float *restrict dx, int64_t n) {
-  if (ACT_GELU_AVX512()) act_gelu_grad_f32_avx512(x, NULL, dy, dx, n);
+  if (VM512_OK()) act_gelu_grad_f32_avx512(x, NULL, dy, dx, n);
   else gelu_vec_bwd_f32(x, y, dy, dx, n);
 }
 UM_DIFF_HOOKS(gelu, act_gelu_ref, NULL, 4, 9, UM_R_ONE, UM_PAR_MATH)
@@ -108,7 +108,7 @@ UM_LOOPS(log_sigmoid, double, f64, LS_FWD(x), LS_BWD(x, dy))
 #define log_sigmoid_fwd_f32 log_sigmoid_vec_fwd_f32
 static void log_sigmoid_bwd_f32(const float *restrict x, const float *restrict y,
                                 const float *restrict dy, float *restrict dx, int64_t n) {
-  if (ACT_GELU_AVX512()) act_log_sigmoid_grad_f32_avx512(y, dy, dx, n);
+  if (VM512_OK()) act_log_sigmoid_grad_f32_avx512(y, dy, dx, n);
   else log_sigmoid_vec_bwd_f32(x, y, dy, dx, n);
 }
 UM_DIFF_HOOKS(log_sigmoid, log_sigmoid_ref, NULL, 6, 3, UM_R_ONE, UM_PAR_MATH)

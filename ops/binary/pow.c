@@ -5,7 +5,7 @@
 #include "unary/vmath512.h"
 
 /* float32: the AVX-512 kernel (vmath512.h: float64 log2 and exp2, about 1 ulp) where the CPU
- * has it, else the generic rows (float32 exp and log: 1e-5 relative at |b log a| = 88). */
+ * has it, else the generic rows (bmath.h: exp(b log|a|) in float64, rounded once). */
 BO_FWD_KERNEL(fwd_pow_f32_vec, float, float, bm_pow_row_f32)
 static void fwd_pow_f32(void *const *p, const int64_t *s, const int64_t *os, int64_t rows,
                         int64_t n, int first) {

@@ -301,13 +301,13 @@ static void bg_block(void *p, int64_t o, int64_t rows, int64_t w, int64_t c0,
   const int64_t ld = b->v.P;
   if (c->dtype == OPF_F32) {
     const float *x = (const float *)c->in[BG_X].data + o, *bias = (const float *)b->v.a + c0;
-    if (acc && ACT_GELU_AVX512())
+    if (acc && VM512_OK())
       bg_bwd_f32_avx512(x, bias, (const float *)c->gout[0].data + o,
                         (float *)c->gin[BG_X].data + o, acc, rows, ld, w);
     else if (acc)
       bg_bwd_f32(x, bias, (const float *)c->gout[0].data + o, (float *)c->gin[BG_X].data + o,
                  acc, rows, ld, w);
-    else if (ACT_GELU_AVX512())
+    else if (VM512_OK())
       for (int64_t r = 0; r < rows; r++)
         act_gelu_f32_avx512(x + r * ld, bias, (float *)c->out[0].data + o + r * ld, w);
     else

@@ -6,6 +6,7 @@
  * (reduce.h), its final value and partial combine (reduce_drv.h) and a descriptor here. */
 #include "opf_fold16.h"
 #include "reduction/reduce.h"
+#include "unary/vmath512.h" /* VM512_OK() */
 #ifdef OPF_X86
 #include <immintrin.h>
 #endif
@@ -153,8 +154,7 @@ static red_ws red_ws_layout(const red_plan *p, int kind) {
  * fewer than 16 rows reads identity vectors past the end and stores with a mask. Returns 0
  * (nothing done) when the CPU, the dtype, the kind or the length do not fit. */
 #ifdef OPF_X86
-#define RED_R16_T __attribute__((target("avx512f,avx512dq")))
-RED_R16_T static void red_rows16_f32(const float *restrict x, int64_t nrows, int64_t n, int kind,
+VM512_T static void red_rows16_f32(const float *restrict x, int64_t nrows, int64_t n, int kind,
                                      float scale, float *restrict y) {
   const int op = red_code(kind), mul = opf_fold_mul(op);
   const __m512 id = _mm512_set1_ps(mul ? 1.0f : 0.0f);
@@ -256,8 +256,7 @@ int opf_red_arg_f32_fast(int min, const float *x, int64_t n, float *best, int64_
 static int red_rows16_f32_ok(const void *x, int64_t nrows, int64_t n, const red_plan *p, void *y) {
 #ifdef OPF_X86
   const int c = red_code(p->kind);
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512dq") || n < 2 ||
-      n > 16 || c > RED_CODE_FOLD(OPF_FOLD_NANMUL))
+  if (!VM512_OK() || n < 2 || n > 16 || c > RED_CODE_FOLD(OPF_FOLD_NANMUL))
     return 0;
   red_rows16_f32(x, nrows, n, p->kind, (float)p->scale, y);
   return 1;

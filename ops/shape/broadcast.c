@@ -250,10 +250,11 @@ static void bc_forward(const bc_view *v, const void *src, void *dst, int64_t x_n
   if (x.rep) { /* in lanes of the permute: 32-bit or 64-bit elements */
     const int64_t L = v->D[v->nd - 1];
     int64_t q[32];
+    int64_t c = 0; /* j % L, without a division per element (built on every call) */
     if (v->es == 4)
-      for (int j = 0; j < 64; j++) x.rep_ix[j] = (int32_t)(j % L);
+      for (int j = 0; j < 64; j++, c = c + 1 == L ? 0 : c + 1) x.rep_ix[j] = (int32_t)c;
     else { /* vpermq: 64-bit indices, qword j of the output row reads qword j % L */
-      for (int j = 0; j < 32; j++) q[j] = j % L;
+      for (int j = 0; j < 32; j++, c = c + 1 == L ? 0 : c + 1) q[j] = c;
       memcpy(x.rep_ix, q, sizeof q);
     }
   }

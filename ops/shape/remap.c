@@ -301,11 +301,12 @@ static int rm_vtab_make(rm_vtab *t, const int32_t *tab, int64_t m) {
   while (r) { const int64_t q = g % r; g = r, r = q; } /* gcd(16, m) */
   t->P = m / g * 16, t->nv = (int)(t->P / 16);
   if (t->nv > RM_VMAX) return 0;
+  int64_t row = 0, col = 0; /* of element 16 k + j (no divisions: built on every call) */
   for (int k = 0; k < t->nv; k++) {
     int64_t src[16], lo = INT64_MAX, hi = -1;
     for (int j = 0; j < 16; j++) {
-      const int64_t p = 16 * k + j;
-      src[j] = p / m * m + tab[p % m];
+      src[j] = row + tab[col];
+      if (++col == m) col = 0, row += m;
       lo = src[j] < lo ? src[j] : lo, hi = src[j] > hi ? src[j] : hi;
     }
     if (hi - lo >= 32) return 0;

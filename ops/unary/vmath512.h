@@ -2,8 +2,8 @@
  * (x86-64 with AVX-512F/DQ, chosen at run time by VM512_OK(); elsewhere, and on arm64, the
  * generic loops of bmath.h, trig.c and rounding.c run). pow: log2|a| as a double-float
  * (32-entry tables, relative error about 2^-35) times b, then 2^(hi + lo), all on 16 float32
- * lanes: within one ulp of the rounded a^b even at |b log2 a| = 150 (the generic float32 path
- * loses 1e-5 there); vectors with zero, subnormal, infinite or NaN operands or saturating
+ * lanes: within one ulp of the rounded a^b even at |b log2 a| = 150 (the generic path forms
+ * it in float64); vectors with zero, subnormal, infinite or NaN operands or saturating
  * results take a float64 path (16-entry log2 and exp2 tables) that handles every case.
  * arccosh: ln(x + sqrt(x^2 - 1)) with compensated square root and logarithm (1 ulp).
  * atan2: bmath.h's formula (Cephes' atanf core, one division) in intrinsics. Rounding: one
